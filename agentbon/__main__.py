@@ -1,0 +1,3 @@
+from agentbon.cli import main
+
+main()

@@ -1,0 +1,9 @@
+"""`agentbon` CLI: report commands."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the app (filled in by the report work)."""

@@ -1,0 +1,169 @@
+"""Configuration: one pydantic model per component, YAML files plus repeatable ``-c key.sub=value`` overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentbon.errors import ConfigError
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SandboxConfig(Section):
+    backend: Literal["docker", "process"] = "docker"
+    """``docker`` (default) or ``process`` (git worktree + subprocess; weaker isolation, reported as such)."""
+    network: str = "none"
+    """Docker network mode for rollout and verification containers."""
+    cpus: float = 1.0
+    """CPU limit per container."""
+    memory: str = "2g"
+    """Memory limit per container (docker syntax)."""
+    pids: int = 256
+    """Process limit per container (contains fork bombs)."""
+    exec_timeout_s: float = 120.0
+    """Default timeout of one command, enforced inside the container with ``timeout -k``."""
+    output_limit: int = 20_000
+    """Characters of output kept per command (head and tail)."""
+    setup_timeout_s: float = 120.0
+    """Deadline for starting a sandbox."""
+
+
+class ModelConfig(Section):
+    endpoint: str | None = None
+    """OpenAI-compatible base URL (``http://host:8000/v1``). None: agentbon starts the embedded default server."""
+    name: str = "qwen2.5-coder-1.5b-instruct"
+    """Model name sent to the endpoint."""
+    launcher: Literal["llama-cpp", "vllm"] = "llama-cpp"
+    """Which server agentbon starts when no endpoint is given."""
+    api_key: str | None = None
+    temperature: float = 0.8
+    top_p: float = 0.95
+    max_tokens: int = 1024
+    """Completion tokens per model call."""
+    timeout_s: float = 300.0
+    """Per-request timeout."""
+    retries: int = 3
+    """Retries on transient errors (connection reset, 429, 503) with backoff; never on a bad reply."""
+    seed: int = 0
+    """Base seed; rollout i of a task gets a seed derived from this, the task and i."""
+    threads: int = 2
+    """CPU threads for a local server."""
+    ctx: int = 8192
+    """Context length for a local server."""
+
+
+class AgentConfig(Section):
+    type: Literal["bash", "edit"] = "edit"
+    """``bash`` (multi-turn shell actions, mini-swe-agent style) or ``edit`` (one-shot search/replace edits)."""
+    step_limit: int = 20
+    token_limit: int = 60_000
+    """Total prompt + completion tokens per rollout."""
+    time_limit_s: float = 900.0
+    malformed_limit: int = 3
+    """Malformed replies tolerated before the rollout ends with ``format_error``."""
+    max_context_files: int = 6
+    """Edit agent: how many repository files are shown."""
+    show_hints: bool = False
+
+
+class VerifyConfig(Section):
+    timeout_s: float = 300.0
+    """Test-run timeout inside the verification container."""
+    dedupe: bool = True
+    """Verify identical (normalised) patches once and share the verdict."""
+    concurrency: int = 2
+    """Verification containers at once."""
+
+
+class SelectConfig(Section):
+    selectors: list[str] = Field(
+        default_factory=lambda: ["tests-then-critic", "tests", "critic", "majority", "soft-bon", "random", "oracle"]
+    )
+    """Selectors reported; the first is the one whose winner is exported."""
+    critic: Literal["classifier", "judge", "none"] = "classifier"
+    critic_path: str | None = None
+    """A trained classifier (``agentbon critic train``); none: a heuristic prior until one is trained."""
+    soft_temperature: float = 0.5
+
+
+class RunConfig(Section):
+    n: int = 4
+    """Rollouts per task."""
+    run_dir: str = "runs"
+    """Where run directories live."""
+    run_id: str | None = None
+    concurrency: int = 2
+    """Sandbox slots (rollouts at once) on this node."""
+    max_pending: int = 64
+    """Bound on submitted, unfinished rollouts."""
+    infra_retries: int = 2
+    """Retries of a rollout that failed on infrastructure."""
+    deadline_s: float = 1800.0
+    """Hard deadline for one rollout over its whole life."""
+    early_stop: bool = True
+    """Cancel a migration task's pending rollouts once one passes (evidence == grade)."""
+    ray_address: str | None = None
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    select: SelectConfig = Field(default_factory=SelectConfig)
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+
+
+def merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """Recursive dict merge: ``update`` wins, nested dicts are merged."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def override(key: str, raw: str) -> dict[str, Any]:
+    """``model.temperature``, ``"0.2"`` → ``{"model": {"temperature": 0.2}}``."""
+    parts = key.split(".")
+    if not all(parts):
+        raise ConfigError(f"-c {key}={raw}: empty key segment")
+    tree: dict[str, Any] = {parts[-1]: _parse_value(raw)}
+    for part in reversed(parts[:-1]):
+        tree = {part: tree}
+    return tree
+
+
+def load_config(files: list[Path] | None = None, overrides: list[str] | None = None, **direct: Any) -> RunConfig:
+    """Merge YAML files, then ``key.sub=value`` overrides, then keyword values; validate once."""
+    data: dict[str, Any] = {}
+    for path in files or []:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as e:
+            raise ConfigError(f"{path}: cannot read config: {e}") from e
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: top level must be a mapping")
+        data = merge(data, loaded)
+    for item in overrides or []:
+        if "=" not in item:
+            raise ConfigError(f"-c {item}: expected key.sub=value")
+        key, raw = item.split("=", 1)
+        data = merge(data, override(key.strip(), raw))
+    data = merge(data, {k: v for k, v in direct.items() if v is not None})
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
+        raise ConfigError(f"invalid config: {problems}") from e

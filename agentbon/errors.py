@@ -1,0 +1,64 @@
+"""One root exception; subclasses that are also builtins where a builtin fits (``...Timeout`` is a ``TimeoutError``).
+
+Infrastructure failures (``InfraError`` and its subclasses) are retried within a bound and reported
+apart; they are never counted as model failures. Everything else that escapes a rollout is the
+model's or the agent's fault and is never retried.
+"""
+
+from __future__ import annotations
+
+
+class AgentbonError(Exception):
+    """Root of every error agentbon raises."""
+
+
+class ConfigError(AgentbonError, ValueError):
+    """A config file or ``-c key=value`` override is wrong; the message names the key."""
+
+
+class TaskError(AgentbonError, ValueError):
+    """A task file is malformed; the message names the file, the field and the problem."""
+
+    def __init__(self, source: str, field: str, problem: str):
+        super().__init__(f"{source}: {field}: {problem}")
+        self.source, self.field, self.problem = source, field, problem
+
+
+class InfraError(AgentbonError):
+    """Infrastructure failed (not the model): retried within a bound, reported as ``infra_error``."""
+
+
+class SandboxGone(InfraError):
+    """The sandbox (container, process tree) no longer exists."""
+
+
+class SandboxSetupTimeout(InfraError, TimeoutError):
+    """Starting a sandbox or preparing its repository ran past its deadline."""
+
+
+class EngineUnavailable(InfraError, ConnectionError):
+    """The Docker engine cannot be reached."""
+
+
+class ImageBuildError(InfraError):
+    """A base or task image could not be built."""
+
+
+class ServerFailure(InfraError, ConnectionError):
+    """The model server is down or its engine is dead (connection refused, HTTP 500 from a dead engine)."""
+
+
+class RolloutDeadline(InfraError, TimeoutError):
+    """A rollout exceeded its hard deadline over its whole life."""
+
+
+class ModelError(AgentbonError):
+    """The model answered, but not usably (a bad request the server rejects, an empty choice)."""
+
+
+class MissingExtra(AgentbonError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it."""
+
+    def __init__(self, module: str, extra: str):
+        super().__init__(f"{module} is not installed: pip install 'agentbon[{extra}]'")
+        self.module, self.extra = module, extra

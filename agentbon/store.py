@@ -1,0 +1,155 @@
+"""The run store: an append-only, resumable run directory (design.md §6).
+
+Layout of ``runs/<run_id>/``::
+
+    config.yaml                  the resolved config
+    events.jsonl                 append-only event log, one JSON object a line, flushed per record
+    tasks.jsonl                  the tasks as loaded (gold patches stripped)
+    <task_id>/<i>/rollout.json   the Rollout record
+    <task_id>/<i>/patch.diff     the candidate patch
+    <task_id>/<i>/trajectory.jsonl   OpenAI-format messages, one a line, each with ``extra``
+    <task_id>/<i>/verdict.<role>.json
+    summary.json, report.md, report.html
+
+The event log is the source of truth; per-rollout folders are conveniences written before the
+event that records them. A torn last line (the driver killed mid-write) is ignored on reading and
+cut off on the next append, so a resumed run never records a rollout twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agentbon.types import Rollout, Selection, Task, Verdict
+
+EVENTS = "events.jsonl"
+
+
+class RunStore:
+    """Reads and appends one run directory."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.run_id = self.path.name
+
+    # ---------------------------------------------------------------- writing
+    def create(self, config: dict[str, Any], tasks: list[Task]) -> None:
+        """Write the config and the task snapshot (kept on resume; tasks are appended when new)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        known = {t.task_id for t in self.tasks()}
+        with open(self.path / "tasks.jsonl", "a") as f:
+            for task in tasks:
+                if task.task_id not in known:
+                    f.write(task.model_copy(update={"gold_patch": None}).model_dump_json() + "\n")
+
+    def _repair_tail(self) -> None:
+        log = self.path / EVENTS
+        if not log.exists() or log.stat().st_size == 0:
+            return
+        with open(log, "rb+") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) == b"\n":
+                return
+            f.seek(0)
+            data = f.read()
+            f.truncate(data.rfind(b"\n") + 1)
+
+    def append(self, kind: str, record: Any = None, **fields: Any) -> None:
+        """Append one event and flush it to disk."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._repair_tail()
+        event: dict[str, Any] = {"type": kind, "ts": time.time(), **fields}
+        if record is not None:
+            event["record"] = record.model_dump(mode="json") if hasattr(record, "model_dump") else record
+        with open(self.path / EVENTS, "a") as f:
+            f.write(json.dumps(event) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def rollout_dir(self, rollout_id: str) -> Path:
+        d = self.path / rollout_id
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def save_rollout(self, rollout: Rollout, messages: list[dict[str, Any]] | None = None) -> None:
+        """Write the rollout's folder, then record it in the event log."""
+        d = self.rollout_dir(rollout.rollout_id)
+        (d / "patch.diff").write_text(rollout.patch)
+        if messages is not None:
+            (d / "trajectory.jsonl").write_text("".join(json.dumps(m) + "\n" for m in messages))
+        (d / "rollout.json").write_text(rollout.model_dump_json(indent=1))
+        self.append("rollout", rollout)
+
+    def save_verdict(self, verdict: Verdict) -> None:
+        d = self.rollout_dir(verdict.rollout_id)
+        (d / f"verdict.{verdict.role}.json").write_text(verdict.model_dump_json(indent=1))
+        self.append("verdict", verdict)
+
+    def save_selection(self, selection: Selection) -> None:
+        self.append("selection", selection)
+
+    # ---------------------------------------------------------------- reading
+    def events(self) -> Iterator[dict[str, Any]]:
+        """Every complete event in order (a torn last line is skipped)."""
+        log = self.path / EVENTS
+        if not log.exists():
+            return
+        with open(log) as f:
+            for line in f:
+                if not line.endswith("\n"):
+                    break
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+
+    def tasks(self) -> list[Task]:
+        p = self.path / "tasks.jsonl"
+        if not p.exists():
+            return []
+        return [Task.model_validate_json(line) for line in p.read_text().splitlines() if line.strip()]
+
+    def rollouts(self) -> dict[str, Rollout]:
+        """The latest record of each rollout by id (a retried rollout keeps its last attempt)."""
+        out: dict[str, Rollout] = {}
+        for e in self.events():
+            if e["type"] == "rollout":
+                r = Rollout.model_validate(e["record"])
+                out[r.rollout_id] = r
+        return out
+
+    def verdicts(self, role: str) -> dict[str, Verdict]:
+        """The latest verdict of each rollout in ``role``."""
+        out: dict[str, Verdict] = {}
+        for e in self.events():
+            if e["type"] == "verdict" and e["record"]["role"] == role:
+                v = Verdict.model_validate(e["record"])
+                out[v.rollout_id] = v
+        return out
+
+    def selections(self) -> list[Selection]:
+        """The latest selection per (task, selector)."""
+        out: dict[tuple[str, str], Selection] = {}
+        for e in self.events():
+            if e["type"] == "selection":
+                s = Selection.model_validate(e["record"])
+                out[(s.task_id, s.selector)] = s
+        return list(out.values())
+
+    def trajectory(self, rollout_id: str) -> list[dict[str, Any]]:
+        p = self.path / rollout_id / "trajectory.jsonl"
+        if not p.exists():
+            return []
+        return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+
+    def config(self) -> dict[str, Any]:
+        p = self.path / "config.yaml"
+        return yaml.safe_load(p.read_text()) if p.exists() else {}

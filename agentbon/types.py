@@ -1,0 +1,327 @@
+"""Every record that crosses a process boundary: versioned pydantic models (design.md §1).
+
+Each record carries a format ``version`` so that a run store written by an older agentbon can be
+recognised; records are immutable values (copy with ``model_copy(update=...)``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+FORMAT_VERSION = 1
+
+
+class Record(BaseModel):
+    """Base of every record: strict fields, JSON round-trip, a format version."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int = FORMAT_VERSION
+    """Format version of this record."""
+
+
+def rollout_id_of(task_id: str, index: int) -> str:
+    """The deterministic rollout id, ``<task_id>/<i>``."""
+    return f"{task_id}/{index}"
+
+
+# --------------------------------------------------------------------------------------------- tasks
+
+Runner = Literal["pytest", "unittest", "command"]
+
+
+class TestSet(Record):
+    """A set of tests in one role (selection evidence or grade), and how to run them."""
+
+    __test__ = False  # not a pytest class
+
+    runner: Runner = "pytest"
+    """Which runner script in ``verifiers/`` runs these tests."""
+    fail_to_pass: list[str] = Field(default_factory=list)
+    """Tests that fail before the fix and must pass after it (test ids as the runner names them)."""
+    pass_to_pass: list[str] = Field(default_factory=list)
+    """Tests that pass before and must still pass after."""
+    command: str | None = None
+    """For the ``command`` runner: a shell command run in the repo; exit code 0 means pass."""
+    patch: str = ""
+    """A diff applied before the run that adds or updates test files (hidden tests in an evaluation)."""
+    files: list[str] = Field(default_factory=list)
+    """Test files restored to their reference content (base commit + ``patch``) before the run."""
+
+    @property
+    def tests(self) -> list[str]:
+        """All test ids in this set, FAIL_TO_PASS first."""
+        return [*self.fail_to_pass, *self.pass_to_pass]
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to run."""
+        return not self.tests and not self.command
+
+
+class RepoSource(Record):
+    """Where a task's repository comes from."""
+
+    url: str
+    """A local path (directory, ``.bundle`` file) or a git URL; relative paths are resolved against the task file."""
+    base_commit: str
+    """The commit the rollouts start from (full or abbreviated sha, or a ref)."""
+
+
+class Environment(Record):
+    """How the task image is made from the base image."""
+
+    image: str | None = None
+    """A prebuilt image to use as it is when the engine has it (SWE-bench instance image, a team's CI image)."""
+    python_packages: list[str] = Field(default_factory=list)
+    """pip requirements installed into the task image (needs a reachable index at build time only)."""
+    setup: list[str] = Field(default_factory=list)
+    """Shell commands run in the repository while building the task image."""
+    workdir: str = "/repo"
+    """Where the repository lives inside the sandbox."""
+
+
+class Task(Record):
+    """One repository task: a problem, a repo at a base commit, and tests in two roles (design.md §4)."""
+
+    task_id: str
+    """Unique id within a suite; used in rollout ids and paths (letters, digits, ``._-`` and ``__``)."""
+    kind: Literal["bugfix", "migration", "swebench"] = "bugfix"
+    """What kind of task this is; migrations grade with the same suite that serves as evidence."""
+    problem_statement: str
+    """What the agent is asked to do."""
+    repo: RepoSource
+    environment: Environment = Field(default_factory=Environment)
+    evidence: TestSet = Field(default_factory=TestSet)
+    """Selection evidence: tests a deployed system may legitimately run to choose a winner."""
+    grade: TestSet
+    """The ground truth: hidden FAIL_TO_PASS + PASS_TO_PASS (or the suite, for migrations)."""
+    evidence_is_grade: bool = False
+    """True when evidence and grade coincide (migration batches): selection is free, early stop allowed."""
+    gold_patch: str | None = None
+    """Reference solution, for validation only; never shown to an agent."""
+    hints: str = ""
+    """Optional hints text (SWE-bench ``hints_text``); shown only when the agent config asks for it."""
+    source: str = ""
+    """The file this task was loaded from (for error messages)."""
+    difficulty: str | None = None
+    """Free-form difficulty label (demo suite)."""
+
+    @property
+    def evidence_tests(self) -> TestSet:
+        """The evidence set; the grade set itself when the two coincide."""
+        return self.grade if self.evidence_is_grade else self.evidence
+
+
+class TaskLoadError(Record):
+    """A task that could not be loaded: which file, which field, what is wrong."""
+
+    source: str
+    field: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.field}: {self.problem}"
+
+
+# ------------------------------------------------------------------------------------------ sandboxes
+
+
+class ExecResult(Record):
+    """A command that ran: failure is data, not an exception (a sandbox that is gone raises)."""
+
+    exit_code: int
+    output: str
+    """stdout and stderr interleaved, capped (see ``truncated``)."""
+    timed_out: bool = False
+    truncated: bool = False
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+# ----------------------------------------------------------------------------------------- rollouts
+
+
+class Usage(Record):
+    """Token usage, summed over a rollout's model calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens served from the prefix cache, where the server reports them."""
+    calls: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            calls=self.calls + other.calls,
+        )
+
+
+class RolloutSpec(Record):
+    """One unit of work: rollout ``index`` of ``task_id`` in ``run_id``."""
+
+    run_id: str
+    task_id: str
+    index: int
+    seed: int
+    model: str
+    """Model name as the endpoint knows it."""
+    agent: str = "bash"
+    """Agent type from the config (``bash`` or ``edit``)."""
+    attempt: int = 1
+    """1 for the first try; raised for each infra retry."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def rollout_id(self) -> str:
+        return rollout_id_of(self.task_id, self.index)
+
+
+RolloutStatus = Literal[
+    "submitted",  # the agent submitted
+    "step_limit",
+    "token_limit",
+    "time_limit",
+    "format_error",  # too many malformed replies
+    "agent_error",  # the agent or model failed in a way that is the model's fault (never retried)
+    "infra_error",  # sandbox gone, engine unreachable, image build failure, ... (retried within a bound)
+    "cancelled",  # early stop or Ctrl-C
+]
+
+
+class Timings(Record):
+    started_at: float = Field(default_factory=time.time)
+    wall_s: float = 0.0
+    model_s: float = 0.0
+    """Seconds waiting on the model."""
+    sandbox_s: float = 0.0
+    """Seconds the sandbox existed (container lifetime)."""
+    setup_s: float = 0.0
+    """Seconds to start the sandbox."""
+
+
+class Rollout(Record):
+    """What one rollout produced (design.md §1)."""
+
+    run_id: str
+    task_id: str
+    index: int
+    seed: int = 0
+    status: RolloutStatus
+    exit_status: str = ""
+    """The exception class name or the agent's exit reason (``Submitted``, ``LimitsExceeded``, ...)."""
+    patch: str = ""
+    """``git diff`` against the base commit, new files included."""
+    steps: int = 0
+    malformed: int = 0
+    """Malformed model replies fed back to the model."""
+    usage: Usage = Field(default_factory=Usage)
+    timings: Timings = Field(default_factory=Timings)
+    error: str | None = None
+    traceback: str | None = None
+    attempt: int = 1
+    isolation: str = "docker"
+    """``docker`` or ``process (weaker isolation)``."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def rollout_id(self) -> str:
+        return rollout_id_of(self.task_id, self.index)
+
+
+# ----------------------------------------------------------------------------------------- verdicts
+
+TestOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "missing"]
+VerdictStatus = Literal["pass", "fail", "undecided", "infra_error"]
+Role = Literal["evidence", "grade"]
+
+
+def normalise_patch(patch: str) -> str:
+    """A patch reduced to what it changes: ``index`` lines and trailing whitespace dropped."""
+    keep = []
+    for line in patch.splitlines():
+        if line.startswith("index ") or not line.strip():
+            continue
+        keep.append(line.rstrip())
+    return "\n".join(keep)
+
+
+def patch_hash(patch: str) -> str:
+    """Content hash of a normalised patch (identical patches are verified once)."""
+    return hashlib.sha256(normalise_patch(patch).encode()).hexdigest()[:16]
+
+
+class Verdict(Record):
+    """The verifier's result for one candidate in one role."""
+
+    run_id: str
+    task_id: str
+    rollout_id: str
+    role: Role
+    status: VerdictStatus
+    """``pass``/``fail`` decided by tests; ``undecided`` where tests cannot decide; ``infra_error`` apart."""
+    patch_applied: bool = True
+    tests: dict[str, TestOutcome] = Field(default_factory=dict)
+    runner_exit_code: int | None = None
+    tampered: list[str] = Field(default_factory=list)
+    """Test, conftest or runner-config files the patch touched (undone before the run)."""
+    patch_hash: str = ""
+    reason: str = ""
+    """One line saying why (``FAIL_TO_PASS tests::test_x failed``, ``patch does not apply``...)."""
+    duration_s: float = 0.0
+    log: str = ""
+    """Tail of the runner output."""
+
+    @property
+    def resolved(self) -> bool:
+        return self.status == "pass"
+
+
+# ---------------------------------------------------------------------------------------- selection
+
+
+class Ranked(Record):
+    rollout_id: str
+    score: float
+    reason: str = ""
+
+
+class Selection(Record):
+    """A selector's choice for one task: the winner and why."""
+
+    run_id: str
+    task_id: str
+    selector: str
+    winner: str | None
+    """The winning rollout id, or None when there was no candidate."""
+    ranked: list[Ranked] = Field(default_factory=list)
+    reason: str = ""
+    oracle: bool = False
+    """True when the grading tests chose: reported as the oracle, never as a selector."""
+
+
+class RunSummary(Record):
+    """Headline figures of a run (the full metrics live in ``summary.json``)."""
+
+    run_id: str
+    tasks: int
+    n: int
+    rollouts: int
+    infra_errors: int
+    coverage: dict[int, float] = Field(default_factory=dict)
+    """coverage@k by k."""
+    selected: dict[str, dict[int, float]] = Field(default_factory=dict)
+    """selected@k by selector name, then k."""
+    pass_at_1: float = 0.0
+    usage: Usage = Field(default_factory=Usage)
+    wall_s: float = 0.0
