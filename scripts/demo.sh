@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set up everything (Docker engine, base image, package, local model), then run a real best-of-N batch
+# over tasks/demo with the local model and print the report. Extra arguments go to `agentbon run`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
+exec python3 -m agentbon run tasks/demo -n "${AGENTBON_DEMO_N:-8}" "$@"

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Set up everything agentbon needs on a fresh Debian/Ubuntu machine (idempotent; safe to re-run):
+# the Docker engine and the base image, the Python package with its extras, and the local model.
+# AGENTBON_SETUP_SKIP_MODEL=1 skips the model (tests that need it are then skipped with a reason).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+PY=${PYTHON:-python3}
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  need=()
+  command -v debootstrap >/dev/null || need+=(debootstrap)
+  command -v git >/dev/null || need+=(git)
+  command -v chromium >/dev/null || need+=(chromium)
+  command -v cmake >/dev/null || need+=(cmake)
+  if [ ${#need[@]} -gt 0 ]; then
+    log "apt-get install ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+fi
+
+log "Docker engine and base image"
+bash .ci/setup-docker.sh
+
+log "Python package (core + dev + local model server + critic)"
+# torch is pinned to the CPU build; an unpinned torch would pull several GB of CUDA.
+$PY -m pip install -q --disable-pip-version-check 'torch==2.13.0'
+$PY -m pip install -q --disable-pip-version-check -e '.[dev,local,critic]'
+
+if [ "${AGENTBON_SETUP_SKIP_MODEL:-0}" != 1 ]; then
+  log "Local model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, hash-verified)"
+  $PY -m agentbon model fetch
+fi
+log "done"
