@@ -56,6 +56,10 @@ class ModelError(AgentbonError):
     """The model answered, but not usably (a bad request the server rejects, an empty choice)."""
 
 
+class ContextLengthExceeded(ModelError):
+    """The conversation no longer fits the model's context window (the server rejected it as too long)."""
+
+
 class MissingExtra(AgentbonError, ImportError):
     """An optional dependency is not installed; the message names the extra that brings it."""
 
