@@ -70,6 +70,16 @@ class AgentConfig(Section):
     max_context_files: int = 6
     """Edit agent: how many repository files are shown."""
     show_hints: bool = False
+    command_timeout_s: float = 60.0
+    """Bash agent: timeout of one command; a command that runs past it is reported to the model, not fatal."""
+    observation_chars: int = 8_000
+    """Bash agent: characters of a command's output shown to the model (head and tail)."""
+    max_file_lines: int = 250
+    """Edit agent: lines shown of one file (the window with most matches where the file is longer)."""
+    context_lines: int = 800
+    """Edit agent: lines of file contents shown in all (files are taken in rank order until spent)."""
+    prompts_dir: str | None = None
+    """A directory of ``.j2`` templates that replace the built-in prompts of the same name."""
 
 
 class VerifyConfig(Section):
