@@ -110,6 +110,8 @@ class Task(Record):
     """The file this task was loaded from (for error messages)."""
     difficulty: str | None = None
     """Free-form difficulty label (demo suite)."""
+    metadata: dict[str, str] = Field(default_factory=dict)
+    """Free-form facts from the source a runner may need (SWE-bench: ``repo``, ``version``, ``environment_setup_commit``)."""
 
     @property
     def evidence_tests(self) -> TestSet:
