@@ -102,6 +102,26 @@ class SelectConfig(Section):
     soft_temperature: float = 0.5
 
 
+class ReportConfig(Section):
+    bootstrap: int = 1000
+    """Bootstrap resamples over tasks for confidence intervals."""
+    confidence: float = 0.95
+    """Width of the confidence intervals."""
+    seed: int = 0
+    """Seed of the bootstrap (reports re-render identically)."""
+    targets: list[float] = Field(default_factory=list)
+    """Accuracies (0..1) for which the scaling table extrapolates the k needed; besides +5 and +10 points."""
+    usd_per_mtok_prompt: float | None = None
+    """Price of a million uncached prompt tokens; with the other prices, costs are shown in USD, else in tokens."""
+    usd_per_mtok_cached: float | None = None
+    """Price of a million cached prompt tokens (defaults to the prompt price)."""
+    usd_per_mtok_completion: float | None = None
+    usd_per_sandbox_hour: float = 0.0
+    """Price of one sandbox (container) hour, charged on rollout and verification time."""
+    rl_training_cost: float | None = None
+    """Cost of an RL run reaching the same accuracy at N = 1, in the report's cost unit (USD or tokens)."""
+
+
 class RunConfig(Section):
     n: int = 4
     """Rollouts per task."""
@@ -124,6 +144,7 @@ class RunConfig(Section):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     select: SelectConfig = Field(default_factory=SelectConfig)
+    report: ReportConfig = Field(default_factory=ReportConfig)
 
 
 def _parse_value(raw: str) -> Any:
