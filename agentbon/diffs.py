@@ -1,0 +1,102 @@
+"""Reading unified diffs: which files a patch touches (hunk-aware, git quoting understood)."""
+
+from __future__ import annotations
+
+import re
+
+_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def unquote_git_path(text: str) -> str:
+    """A path as git prints it, unquoted: ``"a/caf\\303\\251"`` becomes ``a/café``; unquoted text is returned as is."""
+    if len(text) < 2 or not (text.startswith('"') and text.endswith('"')):
+        return text
+    out = bytearray()
+    body, i = text[1:-1], 0
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\" or i + 1 == len(body):
+            out += ch.encode()
+            i += 1
+        elif body[i + 1] in "01234567":
+            out.append(int(body[i + 1 : i + 4], 8) & 0xFF)
+            i += 4
+        else:
+            out.append(_ESCAPES.get(body[i + 1], ord(body[i + 1])))
+            i += 2
+    return out.decode("utf-8", "surrogateescape")
+
+
+def _side_path(text: str) -> str | None:
+    """The path of a ``---``/``+++`` line's argument, without the ``a/``/``b/`` prefix; None for /dev/null."""
+    quoted = _QUOTED.match(text)
+    path = unquote_git_path(quoted.group(0)) if quoted else text.split("\t", 1)[0]
+    if path == "/dev/null":
+        return None
+    return path[2:] if path[:2] in ("a/", "b/") else path
+
+
+def _header_paths(rest: str) -> list[str]:
+    """Paths named on a ``diff --git`` line (used for blocks with no ``---``/``+++``: binary, mode-only)."""
+    if rest.startswith('"'):
+        parts = re.findall(_QUOTED.pattern + r"|\S+", rest)
+        return [p for p in (_side_path(part) for part in parts[:2]) if p]
+    # Unquoted names may contain spaces: "a/X b/X" splits in the middle when both sides are equal.
+    half = (len(rest) - 1) // 2
+    old, new = rest[:half], rest[half + 1 :]
+    if old.startswith("a/") and new.startswith("b/") and old[2:] == new[2:]:
+        return [old[2:]]
+    return []
+
+
+def files_touched(patch: str) -> list[str]:
+    """Every path a unified diff creates, changes, deletes or renames (old and new names), in order of appearance.
+
+    Hunk bodies are skipped by their line counts, so a removed line that starts with ``--`` is not
+    mistaken for a file header.
+    """
+    seen: dict[str, None] = {}
+    old_left = new_left = 0
+    block_files: list[str] = []
+    header: list[str] = []
+
+    def close_block() -> None:
+        if not block_files:
+            for path in header:
+                seen.setdefault(path)
+
+    for line in patch.splitlines():
+        if old_left > 0 or new_left > 0:
+            tag = line[:1]
+            if tag == "\\":
+                continue
+            if tag in (" ", ""):
+                old_left, new_left = old_left - 1, new_left - 1
+                continue
+            if tag == "-":
+                old_left -= 1
+                continue
+            if tag == "+":
+                new_left -= 1
+                continue
+            old_left = new_left = 0  # a truncated hunk: read the line as a header
+        hunk = _HUNK.match(line)
+        if hunk:
+            old_left = int(hunk.group(1)) if hunk.group(1) is not None else 1
+            new_left = int(hunk.group(2)) if hunk.group(2) is not None else 1
+        elif line.startswith("diff --git "):
+            close_block()
+            block_files, header = [], _header_paths(line[len("diff --git ") :])
+        elif line.startswith(("--- ", "+++ ")):
+            path = _side_path(line[4:])
+            if path:
+                block_files.append(path)
+                seen.setdefault(path)
+        elif line.startswith(("rename from ", "rename to ", "copy from ", "copy to ")):
+            path = unquote_git_path(line.split(" ", 2)[2])
+            block_files.append(path)
+            seen.setdefault(path)
+    close_block()
+    return list(seen)
