@@ -41,6 +41,8 @@ class ModelConfig(Section):
     """Model name sent to the endpoint."""
     launcher: Literal["llama-cpp", "vllm"] = "llama-cpp"
     """Which server agentbon starts when no endpoint is given."""
+    path: str | None = None
+    """Weights for a local server: a GGUF file (llama-cpp) or an HF directory / hub id (vllm). None: the default."""
     api_key: str | None = None
     temperature: float = 0.8
     top_p: float = 0.95
