@@ -24,7 +24,7 @@ def bootstrap_means(per_task: np.ndarray, n_boot: int = 1000, seed: int = 0, chu
     for start in range(0, n_boot, chunk):
         size = min(chunk, n_boot - start)
         draws = rng.integers(0, tasks, size=(size, tasks)) + (np.arange(size) * tasks)[:, None]
-        counts = np.bincount(draws.ravel(), minlength=size * tasks).reshape(size, tasks)
+        counts = np.bincount(draws.ravel(), minlength=size * tasks).reshape(size, tasks).astype(np.float64)
         out[start : start + size] = counts @ flat / tasks
     return out.reshape((n_boot, *data.shape[1:]))
 

@@ -53,16 +53,23 @@ def coverage_curve(n: np.ndarray, c: np.ndarray, ks: Ks) -> np.ndarray:
 
 def _group_means(scores: np.ndarray, correct: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Rank every row by score (valid first, best first) and give each rank its tie group's mean correctness."""
-    key = np.where(valid, -scores, np.nan)  # argsort puts NaN (invalid samples) last
-    order = np.argsort(key, axis=1, kind="stable")
+    # Invalid samples get key +inf rather than NaN: numpy's SIMD argsort is ~6x slower on NaN. Rows
+    # where a valid sample also has key +inf (score -inf) are ordered by validity first instead.
+    key = np.where(valid, -scores, np.inf)
+    order = np.argsort(key, axis=1)
+    clash = (valid & (key == np.inf)).any(axis=1)
+    if clash.any():
+        order[clash] = np.lexsort((key[clash], ~valid[clash]), axis=-1)
     key_sorted = np.take_along_axis(key, order, axis=1)
-    y_sorted = np.take_along_axis(correct, order, axis=1)
+    valid_sorted = np.take_along_axis(valid, order, axis=1)
+    y_sorted = np.take_along_axis(correct, order, axis=1).ravel()
     boundary = np.ones(key.shape, dtype=bool)
-    boundary[:, 1:] = key_sorted[:, 1:] != key_sorted[:, :-1]  # NaN != NaN: invalid samples stand alone
-    group = np.cumsum(boundary.ravel()) - 1
-    sums = np.bincount(group, weights=y_sorted.ravel())
-    counts = np.bincount(group)
-    return (sums / counts)[group].reshape(key.shape)
+    boundary[:, 1:] = (key_sorted[:, 1:] != key_sorted[:, :-1]) | (valid_sorted[:, 1:] != valid_sorted[:, :-1])
+    # Tie groups are contiguous runs after sorting: sum each run, then spread its mean back over it.
+    starts = np.flatnonzero(boundary)
+    counts = np.diff(np.append(starts, y_sorted.size))
+    means = np.add.reduceat(y_sorted, starts) / counts
+    return np.repeat(means, counts).reshape(key.shape)
 
 
 def selected_at_k(
@@ -87,17 +94,20 @@ def selected_at_k(
     v2 = ~np.isnan(s2) if valid is None else np.atleast_2d(np.asarray(valid, dtype=bool))
     if v2.shape != s2.shape:
         raise ValueError(f"valid {v2.shape} must match scores {s2.shape}")
-    if not np.isfinite(y2[v2]).all():
-        raise ValueError("correct must be finite wherever a sample is valid")
+    if not np.isfinite(y2).all():  # NaN correctness is allowed only where the sample does not count
+        if not np.isfinite(y2[v2]).all():
+            raise ValueError("correct must be finite wherever a sample is valid")
+        y2 = np.where(v2, y2, 0.0)
     out = np.zeros((s2.shape[0], ks.size))
     if s2.size:
-        means = _group_means(np.nan_to_num(s2, nan=0.0), np.where(v2, y2, 0.0), v2)
+        means = _group_means(s2, y2, v2)
         counts = v2.sum(axis=1)
+        weights_ks = tuple(int(x) for x in ks)
         for n in np.unique(counts):
             if n == 0:
                 continue
-            rows = counts == n
-            out[rows] = means[rows] @ position_weights(int(n), tuple(int(x) for x in ks), s2.shape[1])
+            rows = np.flatnonzero(counts == n)
+            out[rows] = means[rows] @ position_weights(int(n), weights_ks, s2.shape[1])
     if scalar_k:
         out = out[:, 0]
     if one_task:
