@@ -44,6 +44,10 @@ class ImageBuildError(InfraError):
     """A base or task image could not be built."""
 
 
+class PatchError(AgentbonError):
+    """The sandbox's changes cannot be taken as a patch (the agent broke the repository, or the patch is huge)."""
+
+
 class ServerFailure(InfraError, ConnectionError):
     """The model server is down or its engine is dead (connection refused, HTTP 500 from a dead engine)."""
 
