@@ -76,10 +76,10 @@ class AgentConfig(Section):
     """Bash agent: timeout of one command; a command that runs past it is reported to the model, not fatal."""
     observation_chars: int = 8_000
     """Bash agent: characters of a command's output shown to the model (head and tail)."""
-    max_file_lines: int = 250
+    max_file_lines: int = 200
     """Edit agent: lines shown of one file (the window with most matches where the file is longer)."""
-    context_lines: int = 800
-    """Edit agent: lines of file contents shown in all (files are taken in rank order until spent)."""
+    context_lines: int = 400
+    """Edit agent: lines of file contents shown in all (files in rank order until spent); fits an 8k context."""
     prompts_dir: str | None = None
     """A directory of ``.j2`` templates that replace the built-in prompts of the same name."""
 

@@ -1,0 +1,30 @@
+"""Agents: the bash loop (multi-turn shell actions) and the one-shot edit agent; ``make_agent`` picks by config."""
+
+from __future__ import annotations
+
+from agentbon.agent.base import FormatError, LimitsExceeded, Submitted, partial_result
+from agentbon.agent.bash import SUBMIT_COMMAND, BashAgent
+from agentbon.agent.edit import EditAgent
+from agentbon.config import AgentConfig, ModelConfig
+from agentbon.errors import ConfigError
+from agentbon.protocols import Agent
+
+__all__ = [
+    "SUBMIT_COMMAND",
+    "BashAgent",
+    "EditAgent",
+    "FormatError",
+    "LimitsExceeded",
+    "Submitted",
+    "make_agent",
+    "partial_result",
+]
+
+
+def make_agent(config: AgentConfig, sampling: ModelConfig | None = None) -> Agent:
+    """The agent ``config.type`` names, sampling with ``sampling`` (temperature, top_p, max_tokens)."""
+    if config.type == "bash":
+        return BashAgent(config, sampling)
+    if config.type == "edit":
+        return EditAgent(config, sampling)
+    raise ConfigError(f"agent.type: unknown agent type {config.type!r} (expected 'bash' or 'edit')")

@@ -1,0 +1,165 @@
+"""What both agents share: the exits that carry the message to record, prompt templates, and the conversation.
+
+A ``Conversation`` holds the trajectory (OpenAI chat messages, each with an ``extra`` field), sums usage
+and model time, enforces the step, token and wall-time limits before every model call, and derives a
+seed per call from the rollout's seed and the step, so a rollout replays exactly where the server
+honours seeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from agentbon.config import AgentConfig, ModelConfig
+from agentbon.errors import InfraError
+from agentbon.protocols import AgentResult, Model
+from agentbon.types import Usage
+
+PROMPTS = Path(__file__).parent / "prompts"
+
+
+class AgentExit(Exception):
+    """Ends a rollout normally; ``status`` is the ``RolloutStatus``, the class name the exit status."""
+
+    status = "submitted"
+
+
+class Submitted(AgentExit):
+    """The agent submitted its work (the message is the submitting output)."""
+
+
+class LimitsExceeded(AgentExit):
+    """A step, token or wall-time limit was reached."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class FormatError(AgentExit):
+    """A reply the agent cannot act on; fed back to the model until ``malformed_limit`` is reached."""
+
+    status = "format_error"
+
+
+@lru_cache(maxsize=8)
+def _environment(prompts_dir: str | None) -> jinja2.Environment:
+    dirs = [prompts_dir, str(PROMPTS)] if prompts_dir else [str(PROMPTS)]
+    # StrictUndefined: a template naming a variable the agent does not pass fails loudly, not silently empty.
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(dirs), undefined=jinja2.StrictUndefined, keep_trailing_newline=False
+    )
+
+
+def render(config: AgentConfig, name: str, **variables: Any) -> str:
+    """Render prompt template ``name`` (``prompts_dir`` first, then the built-in ones)."""
+    return _environment(config.prompts_dir).get_template(name).render(**variables).strip() + "\n"
+
+
+def call_seed(seed: int, step: int) -> int:
+    """A 31-bit seed for model call ``step`` of a rollout whose seed is ``seed``."""
+    digest = hashlib.sha256(f"{seed}/{step}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+class Conversation:
+    """The trajectory of one rollout plus its budget: steps (model calls), tokens and wall time."""
+
+    def __init__(self, config: AgentConfig, sampling: ModelConfig, seed: int):
+        self.config, self.sampling, self.seed = config, sampling, seed
+        self.messages: list[dict[str, Any]] = []
+        self.usage = Usage()
+        self.steps = 0
+        self.malformed = 0
+        self.model_s = 0.0
+        self.started = time.monotonic()
+
+    def add(self, role: str, content: str, **extra: Any) -> dict[str, Any]:
+        """Append a message; ``extra`` records what the chat format has no place for."""
+        message = {
+            "role": role,
+            "content": content,
+            "extra": {"step": self.steps, "elapsed_s": round(self.elapsed(), 3), **extra},
+        }
+        self.messages.append(message)
+        return message
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def remaining_s(self) -> float:
+        """Seconds left of the wall-time limit."""
+        return self.config.time_limit_s - self.elapsed()
+
+    def check_limits(self) -> None:
+        """Raise ``LimitsExceeded`` when another model call would go past a limit."""
+        c = self.config
+        if self.steps >= c.step_limit:
+            raise LimitsExceeded("step_limit", f"step limit reached: {self.steps} of {c.step_limit} model calls")
+        tokens = self.usage.prompt_tokens + self.usage.completion_tokens
+        if tokens >= c.token_limit:
+            raise LimitsExceeded("token_limit", f"token limit reached: {tokens} of {c.token_limit} tokens")
+        if self.remaining_s() <= 0:
+            raise LimitsExceeded("time_limit", f"time limit reached: {self.elapsed():.0f} of {c.time_limit_s:.0f} s")
+
+    def query(self, model: Model) -> str:
+        """Check the limits, ask the model (messages without ``extra``) and record its reply."""
+        self.check_limits()
+        self.steps += 1
+        seed = call_seed(self.seed, self.steps)
+        wire = [{"role": m["role"], "content": m["content"]} for m in self.messages]
+        t0 = time.monotonic()
+        response = model.chat(
+            wire,
+            seed=seed,
+            temperature=self.sampling.temperature,
+            top_p=self.sampling.top_p,
+            max_tokens=self.sampling.max_tokens,
+        )
+        latency = time.monotonic() - t0
+        self.model_s += latency
+        self.usage = self.usage + response.usage
+        u = response.usage
+        self.add(
+            "assistant",
+            response.content,
+            seed=seed,
+            usage={
+                "prompt_tokens": u.prompt_tokens,
+                "completion_tokens": u.completion_tokens,
+                "cached_tokens": u.cached_tokens,
+            },
+            model_latency_s=round(latency, 4),
+            finish_reason=response.finish_reason,
+        )
+        return response.content
+
+    def result(self, status: str, exit_status: str, message: str = "") -> AgentResult:
+        """The ``AgentResult``; the last message's ``extra`` records how the rollout ended."""
+        if self.messages:
+            self.messages[-1]["extra"].update(exit_status=exit_status, status=status, exit_message=message)
+        return AgentResult(
+            messages=self.messages,
+            status=status,
+            exit_status=exit_status,
+            steps=self.steps,
+            malformed=self.malformed,
+            usage=self.usage,
+            model_s=round(self.model_s, 4),
+        )
+
+    def attach_partial(self, error: BaseException) -> None:
+        """Hang the trajectory so far on an escaping error (``error.agent_result``) for the rollout boundary."""
+        status = "infra_error" if isinstance(error, InfraError) else "agent_error"
+        error.agent_result = self.result(status, type(error).__name__, str(error))  # type: ignore[attr-defined]
+
+
+def partial_result(error: BaseException) -> AgentResult | None:
+    """The trajectory an agent had when ``error`` escaped its ``run`` (None when it has none)."""
+    return getattr(error, "agent_result", None)
