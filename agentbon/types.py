@@ -10,7 +10,7 @@ import hashlib
 import time
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 FORMAT_VERSION = 1
 
@@ -22,6 +22,15 @@ class Record(BaseModel):
 
     version: int = FORMAT_VERSION
     """Format version of this record."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_computed(cls, data: object) -> object:
+        # Computed fields (``rollout_id``) are written by model_dump; reading them back must not trip extra="forbid".
+        computed = cls.model_computed_fields
+        if isinstance(data, dict) and computed and any(k in data for k in computed):
+            return {k: v for k, v in data.items() if k not in computed}
+        return data
 
 
 def rollout_id_of(task_id: str, index: int) -> str:
