@@ -22,7 +22,7 @@ __all__ = [
 
 
 def make_agent(config: AgentConfig, sampling: ModelConfig | None = None) -> Agent:
-    """The agent ``config.type`` names, sampling with ``sampling`` (temperature, top_p, max_tokens)."""
+    """The agent ``config.type`` names; ``sampling`` overrides the model client's temperature, top_p, max_tokens."""
     if config.type == "bash":
         return BashAgent(config, sampling)
     if config.type == "edit":

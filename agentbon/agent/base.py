@@ -71,7 +71,7 @@ def call_seed(seed: int, step: int) -> int:
 class Conversation:
     """The trajectory of one rollout plus its budget: steps (model calls), tokens and wall time."""
 
-    def __init__(self, config: AgentConfig, sampling: ModelConfig, seed: int):
+    def __init__(self, config: AgentConfig, sampling: ModelConfig | None, seed: int):
         self.config, self.sampling, self.seed = config, sampling, seed
         self.messages: list[dict[str, Any]] = []
         self.usage = Usage()
@@ -115,13 +115,10 @@ class Conversation:
         seed = call_seed(self.seed, self.steps)
         wire = [{"role": m["role"], "content": m["content"]} for m in self.messages]
         t0 = time.monotonic()
-        response = model.chat(
-            wire,
-            seed=seed,
-            temperature=self.sampling.temperature,
-            top_p=self.sampling.top_p,
-            max_tokens=self.sampling.max_tokens,
-        )
+        # Without a sampling config the model client's own defaults (its ModelConfig) apply.
+        s = self.sampling
+        kwargs = {} if s is None else {"temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens}
+        response = model.chat(wire, seed=seed, **kwargs)
         latency = time.monotonic() - t0
         self.model_s += latency
         self.usage = self.usage + response.usage

@@ -56,7 +56,8 @@ class BashAgent:
 
     def __init__(self, config: AgentConfig, sampling: ModelConfig | None = None):
         self.config = config
-        self.sampling = sampling or ModelConfig()
+        self.sampling = sampling
+        """Sampling sent with every call; None leaves it to the model client's configured defaults."""
 
     def run(self, task: Task, sandbox: Sandbox, model: Model, spec: RolloutSpec) -> AgentResult:
         """Run the loop until the model submits or a limit is reached."""

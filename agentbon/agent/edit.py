@@ -79,7 +79,8 @@ class EditAgent:
 
     def __init__(self, config: AgentConfig, sampling: ModelConfig | None = None):
         self.config = config
-        self.sampling = sampling or ModelConfig()
+        self.sampling = sampling
+        """Sampling sent with every call; None leaves it to the model client's configured defaults."""
 
     def run(self, task: Task, sandbox: Sandbox, model: Model, spec: RolloutSpec) -> AgentResult:
         """Localise, ask for edits, apply them; retry with the errors while no edit applies."""

@@ -184,3 +184,9 @@ def test_parse_action_and_submit_detection():
     assert submitted(ExecResult(exit_code=0, output="fixed\nAGENTBON_SUBMIT\n"))
     assert not submitted(ExecResult(exit_code=0, output="a\nAGENTBON_SUBMIT\nb"))
     assert not submitted(ExecResult(exit_code=124, output="AGENTBON_SUBMIT", timed_out=True))
+
+
+def test_without_sampling_the_model_clients_defaults_apply(task, sandbox, spec):
+    model = ScriptedModel([SUBMIT])
+    BashAgent(AgentConfig(type="bash")).run(task, sandbox, model, spec)
+    assert set(model.calls[0]) == {"messages", "seed"}
