@@ -1,0 +1,6 @@
+"""Bookmarks kept once per page."""
+
+from bookmarks.store import Bookmark, BookmarkStore
+from bookmarks.urls import normalize
+
+__all__ = ["Bookmark", "BookmarkStore", "normalize"]

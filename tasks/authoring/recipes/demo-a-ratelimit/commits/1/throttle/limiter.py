@@ -1,0 +1,40 @@
+"""Per-key rate limiting on top of sliding windows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from throttle.clock import Clock, MonotonicClock
+from throttle.window import SlidingWindow
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    remaining: int
+    """Requests still allowed in the current window after this one."""
+    retry_after: float
+    """Seconds to wait before retrying (0.0 when allowed)."""
+
+
+class RateLimiter:
+    """At most ``limit`` requests per key (user, IP address, API token) in any ``period`` seconds."""
+
+    def __init__(self, limit: int, period: float, clock: Clock | None = None) -> None:
+        self.limit = limit
+        self.period = period
+        self.clock = clock or MonotonicClock()
+        self._windows: dict[str, SlidingWindow] = {}
+
+    def check(self, key: str) -> Decision:
+        """Count a request for ``key`` now, if it is allowed, and say so."""
+        now = self.clock.now()
+        window = self._windows.get(key)
+        if window is None:
+            window = self._windows[key] = SlidingWindow(self.limit, self.period)
+        allowed = window.hit(now)
+        return Decision(allowed, window.remaining(now), 0.0 if allowed else window.retry_after(now))
+
+    def reset(self, key: str) -> None:
+        """Forget every request of ``key``."""
+        self._windows.pop(key, None)
