@@ -1,0 +1,12 @@
+"""Verification: run a candidate's tests in a fresh sandbox and say what they decided (design.md §4).
+
+``TestVerifier`` implements ``protocols.Verifier``; ``VerdictCache`` shares verdicts between identical
+patches; ``junit``, ``grading`` and ``guard`` are its pure parts (parsers, SWE-bench semantics, the
+tamper guard). The scripts that run inside the sandbox live in the top-level ``verifiers/`` folder.
+"""
+
+from agentbon.verify.cache import VerdictCache
+from agentbon.verify.grading import crosscheck, grade
+from agentbon.verify.runner import TestVerifier, verifiers_dir
+
+__all__ = ["TestVerifier", "VerdictCache", "crosscheck", "grade", "verifiers_dir"]

@@ -1,0 +1,122 @@
+"""The tamper guard: which changes of a candidate patch touch tests or the runner, and how to undo them.
+
+A candidate may change test files, add a ``conftest.py`` that forces passes, add a ``.pth`` or
+``sitecustomize`` that runs at interpreter start, edit pytest's configuration, or add a module
+named ``pytest``/``xml`` at the repository root to replace the framework. Every such change is
+flagged in ``Verdict.tampered`` and undone (restored to the base commit, or deleted when the patch
+added it) before the role's test patch is applied and the tests run. Config files that also hold
+other settings (``setup.cfg``, ``tox.ini``, ``pyproject.toml``) are flagged only when their pytest
+section changed.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+import shlex
+import sys
+import tomllib
+from fnmatch import fnmatch
+from pathlib import PurePosixPath
+
+from agentbon.types import Task, TestSet
+
+TEST_DIRS = frozenset({"test", "tests", "testing", "e2e"})
+"""Directory names whose contents are tests (SWE-bench's split of test patches uses the same names)."""
+FRAMEWORK_MODULES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "unittest", "xmlrunner"})
+STARTUP_HOOKS = frozenset({"sitecustomize", "usercustomize"})
+RUNNER_CONFIG = frozenset({"pytest.ini", ".pytest.ini", ".gitattributes"})
+SECTIONED_CONFIG = {"setup.cfg": "tool:pytest", "tox.ini": "pytest", "pyproject.toml": "tool.pytest"}
+"""Config files that protect only their pytest section: file name → section."""
+
+_DIFF_PATH = re.compile(r"^diff --git a/(.+?) b/(.+)$", re.MULTILINE)
+
+
+def patch_paths(patch: str) -> set[str]:
+    """The paths a git-format patch names (both sides of renames)."""
+    out: set[str] = set()
+    for a, b in _DIFF_PATH.findall(patch):
+        out.update((a, b))
+    return out
+
+
+def task_files(task: Task) -> set[str]:
+    """Files the task names as tests in either role: listed files, files of test ids, files its test patches touch."""
+    out: set[str] = set()
+    for tests in (task.evidence, task.grade):
+        out.update(_set_files(tests))
+    return out
+
+
+def _set_files(tests: TestSet) -> set[str]:
+    out = set(tests.files) | patch_paths(tests.patch)
+    for test_id in tests.tests:
+        path = test_id.split("::", 1)[0]
+        if "::" in test_id or path.endswith(".py"):
+            out.add(path)
+    return out
+
+
+def why_protected(path: str, protected: set[str]) -> str | None:
+    """Why changing ``path`` counts as tampering (test file, conftest, runner config, startup hook), or None."""
+    p = PurePosixPath(path)
+    name = p.name
+    if path in protected:
+        return "task test file"
+    if name == "conftest.py":
+        return "conftest"
+    if name in RUNNER_CONFIG:
+        return "runner config"
+    if name.endswith(".pth") or any(part.removesuffix(".py") in STARTUP_HOOKS for part in p.parts):
+        return "interpreter startup hook"
+    if fnmatch(name, "test_*.py") or fnmatch(name, "*_test.py"):
+        return "test file"
+    if any(part in TEST_DIRS for part in p.parts[:-1]):
+        return "under a test directory"
+    return None
+
+
+def shadows_module(path: str, top_level_at_base: set[str]) -> bool:
+    """True when ``path`` adds a new top-level module that shadows the standard library or the test framework."""
+    first = PurePosixPath(path).parts[0]
+    if first in top_level_at_base:
+        return False
+    module = first.removesuffix(".py")
+    return module in FRAMEWORK_MODULES or module in sys.stdlib_module_names
+
+
+def pytest_section_changed(name: str, base: str | None, new: str | None) -> bool:
+    """Whether the pytest section of a sectioned config file differs (unparseable new content counts as changed)."""
+    section = SECTIONED_CONFIG[PurePosixPath(name).name]
+    try:
+        return _section(name, section, base) != _section(name, section, new)
+    except (ValueError, configparser.Error, tomllib.TOMLDecodeError):
+        return True
+
+
+def _section(name: str, section: str, text: str | None) -> object:
+    if text is None:
+        return None
+    if name.endswith(".toml"):
+        data = tomllib.loads(text)
+        for key in section.split("."):
+            data = data.get(key, {}) if isinstance(data, dict) else {}
+        return data
+    parser = configparser.RawConfigParser(strict=False)
+    parser.read_string(text)
+    return dict(parser.items(section)) if parser.has_section(section) else None
+
+
+def restore_script(flagged: list[tuple[str, str]]) -> str:
+    """Shell commands that undo the flagged ``(git status letter, path)`` changes: delete additions, check out the rest."""
+    added = [shlex.quote(p) for s, p in flagged if s == "A"]
+    attrs = [shlex.quote(p) for s, p in flagged if s != "A" and PurePosixPath(p).name == ".gitattributes"]
+    changed = [shlex.quote(p) for s, p in flagged if s != "A" and PurePosixPath(p).name != ".gitattributes"]
+    cmds = []
+    # Attributes first (an added or edited .gitattributes could re-encode the files checked out after it).
+    if added:
+        cmds.append("git rm -q -f --ignore-unmatch -- " + " ".join(added) + " && rm -rf -- " + " ".join(added))
+    for group in (attrs, changed):
+        if group:
+            cmds.append("git checkout HEAD -- " + " ".join(group))
+    return " && ".join(cmds) or "true"

@@ -1,0 +1,78 @@
+"""The test verifier on a tiny real task: gold resolves, empty and wrong patches don't, clear reasons."""
+
+from __future__ import annotations
+
+from agentbon.config import VerifyConfig
+from agentbon.verify import TestVerifier, VerdictCache
+
+
+def test_gold_resolves_and_empty_does_not(calc, backend):
+    verifier = TestVerifier(backend, VerifyConfig(timeout_s=60))
+    gold = verifier.verify(calc.task, calc.rollout(calc.task.gold_patch), "grade")
+    assert gold.status == "pass", gold.reason + gold.log
+    assert gold.tests == {"tests/test_hidden.py::test_add": "passed", "tests/test_ops.py::test_mul": "passed"}
+    assert gold.runner_exit_code == 0 and gold.patch_applied and gold.tampered == []
+    empty = verifier.verify(calc.task, calc.rollout(""), "grade")
+    assert empty.status == "fail"
+    assert empty.tests["tests/test_hidden.py::test_add"] == "failed"
+    assert "FAIL_TO_PASS tests/test_hidden.py::test_add failed" in empty.reason
+
+
+def test_evidence_role_runs_visible_tests_only(calc, fake_backend):
+    verifier = TestVerifier(fake_backend, VerifyConfig(timeout_s=60))
+    verdict = verifier.verify(calc.task, calc.rollout(""), "evidence")
+    assert verdict.role == "evidence" and verdict.status == "pass"
+    assert list(verdict.tests) == ["tests/test_ops.py::test_mul"]
+
+
+def test_empty_evidence_is_undecided_without_a_sandbox(calc, fake_backend):
+    task = calc.task.model_copy(update={"evidence": calc.task.evidence.model_copy(update={"pass_to_pass": []})})
+    verdict = TestVerifier(fake_backend).verify(task, calc.rollout(calc.task.gold_patch), "evidence")
+    assert verdict.status == "undecided" and fake_backend.opened == 0
+
+
+def test_patch_that_does_not_apply(calc, fake_backend):
+    bad = calc.task.gold_patch.replace("return a - b", "return a // b")
+    verdict = TestVerifier(fake_backend).verify(calc.task, calc.rollout(bad), "grade")
+    assert verdict.status == "fail" and not verdict.patch_applied
+    assert verdict.reason.startswith("patch does not apply")
+
+
+def test_wrong_fix_fails_and_regression_is_named(calc, fake_backend):
+    wrong = calc.patch({"calc/ops.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n"})
+    verdict = TestVerifier(fake_backend, VerifyConfig(timeout_s=60)).verify(calc.task, calc.rollout(wrong), "grade")
+    assert verdict.status == "fail"
+    assert verdict.reason.startswith("PASS_TO_PASS tests/test_ops.py::test_mul failed")
+
+
+def test_identical_patches_are_verified_once(calc, fake_backend):
+    cache = VerdictCache()
+    verifier = TestVerifier(fake_backend, VerifyConfig(timeout_s=60), cache=cache)
+    first = verifier.verify(calc.task, calc.rollout(calc.task.gold_patch, index=0), "grade")
+    # Same change, different index lines and trailing whitespace: the normalised hash is equal.
+    again = verifier.verify(calc.task, calc.rollout(calc.task.gold_patch + "\n", index=1), "grade")
+    assert fake_backend.opened == 1 and cache.hits == 1
+    assert again.status == first.status == "pass"
+    assert again.rollout_id == "calc-add/1" and "shared with identical patch calc-add/0" in again.reason
+
+
+def test_migration_evidence_and_grade_share_one_run(calc, fake_backend):
+    task = calc.task.model_copy(update={"evidence_is_grade": True})
+    verifier = TestVerifier(fake_backend, VerifyConfig(timeout_s=60), cache=VerdictCache())
+    rollout = calc.rollout(calc.task.gold_patch)
+    assert verifier.verify(task, rollout, "grade").status == "pass"
+    evidence = verifier.verify(task, rollout, "evidence")
+    assert evidence.role == "evidence" and evidence.status == "pass" and fake_backend.opened == 1
+
+
+def test_sandbox_gone_is_infra_error(calc, fake_backend):
+    class Dying:
+        isolation = "fake (none)"
+
+        def open(self, task, labels=None):
+            sandbox = fake_backend.open(task, labels)
+            sandbox.kill()
+            return sandbox
+
+    verdict = TestVerifier(Dying()).verify(calc.task, calc.rollout(calc.task.gold_patch), "grade")
+    assert verdict.status == "infra_error" and "SandboxGone" in verdict.reason
