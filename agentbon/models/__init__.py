@@ -1,1 +1,76 @@
-"""Model clients and servers: an OpenAI-compatible client, local launchers, vLLM engines as Ray actors."""
+"""Model clients and servers: an OpenAI-compatible client, local launchers, vLLM engines as Ray actors.
+
+The driver either talks to a given endpoint or starts one local server and hands its endpoint to the
+rollouts (``serving``); each rollout process builds its own client with ``make_model``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from agentbon.config import ModelConfig
+from agentbon.models.openai_client import OpenAIClient
+from agentbon.models.server import LocalServer
+
+__all__ = ["LocalServer", "OpenAIClient", "client_for", "local_server", "make_model", "serving"]
+
+# Where the server is known: llama.cpp ignores `n`, vLLM honours it; anything else is found out on first use.
+_SUPPORTS_N = {"llama-cpp": False, "vllm": True}
+
+
+def client_for(config: ModelConfig, endpoint: str, supports_n: bool | None = None) -> OpenAIClient:
+    """A client for ``endpoint`` with the config's name, key, timeout, retries and default sampling."""
+    return OpenAIClient(
+        endpoint,
+        config.name,
+        api_key=config.api_key,
+        timeout_s=config.timeout_s,
+        retries=config.retries,
+        supports_n=supports_n,
+        defaults={"temperature": config.temperature, "top_p": config.top_p, "max_tokens": config.max_tokens},
+    )
+
+
+def local_server(
+    config: ModelConfig,
+    *,
+    port: int | None = None,
+    log_path: Path | None = None,
+    log: Callable[[str], None] = lambda msg: None,
+) -> LocalServer:
+    """The (not yet started) server ``config.launcher`` names."""
+    if config.launcher == "vllm":
+        from agentbon.models.vllm_server import vllm_server
+
+        return vllm_server(config, port=port, log_path=log_path, log=log)
+    from agentbon.models.llama_server import llama_cpp_server
+
+    return llama_cpp_server(config, port=port, log_path=log_path, log=log)
+
+
+def make_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> OpenAIClient:
+    """A ``Model`` for ``config``: a client of ``config.endpoint``, else of a local server it starts and owns.
+
+    Close the client (or use it as a context manager) to stop a server it started.
+    """
+    if config.endpoint:
+        return client_for(config, config.endpoint)
+    server = local_server(config, log=log)
+    endpoint = server.start()
+    log(f"{server.name} serving {config.name} at {endpoint} (ready in {server.started_s:.1f}s, log {server.log_path})")
+    client = client_for(config, endpoint, _SUPPORTS_N[config.launcher])
+    client.on_close(server.stop)
+    return client
+
+
+@contextmanager
+def serving(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> Iterator[ModelConfig]:
+    """Yield ``config`` with ``endpoint`` set: as given, or a local server started now and stopped on exit."""
+    if config.endpoint:
+        yield config
+        return
+    with local_server(config, log=log) as endpoint:
+        log(f"{config.launcher} serving {config.name} at {endpoint}")
+        yield config.model_copy(update={"endpoint": endpoint})

@@ -58,6 +58,8 @@ class FakeOpenAIServer:
     def __init__(self, script: Script = echo_seed):
         self.script = script
         self.requests: list[dict[str, Any]] = []
+        self.get_routes: dict[str, str] = {}
+        """Bodies for GET paths other than ``/v1/models`` (e.g. ``/metrics``)."""
         self._lock = threading.Lock()
         outer = self
 
@@ -68,7 +70,10 @@ class FakeOpenAIServer:
                 pass
 
             def do_GET(self) -> None:
-                self._send(200, json.dumps({"object": "list", "data": [{"id": "fake"}]}), {})
+                if self.path in outer.get_routes:
+                    self._send(200, outer.get_routes[self.path], {})
+                else:
+                    self._send(200, json.dumps({"object": "list", "data": [{"id": "fake"}]}), {})
 
             def do_POST(self) -> None:
                 if outer._stopped:  # a kept-alive connection to a server that has died

@@ -1,0 +1,52 @@
+"""The embedded default server: llama-cpp-python's OpenAI-compatible server on the cached Qwen GGUF.
+
+It serialises requests and ignores ``n`` (clients fan out), and reports no cached-token counts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from agentbon.config import ModelConfig
+from agentbon.errors import ConfigError, MissingExtra
+from agentbon.models import weights
+from agentbon.models.server import LocalServer, free_port
+
+
+def llama_cpp_command(model_path: str | Path, *, port: int, threads: int, ctx: int, alias: str) -> list[str]:
+    """The command line that serves ``model_path`` on 127.0.0.1:``port``."""
+    return [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(model_path),
+        "--model_alias", alias,
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--n_threads", str(threads),
+        "--n_ctx", str(ctx),
+        # A new request must queue behind a running one, not cancel it (agents share one server).
+        "--interrupt_requests", "False",
+    ]  # fmt: skip
+
+
+def llama_cpp_server(
+    config: ModelConfig,
+    *,
+    port: int | None = None,
+    log_path: Path | None = None,
+    log: Callable[[str], None] = lambda msg: None,
+) -> LocalServer:
+    """A (not yet started) llama.cpp server for ``config``: ``config.path`` or the embedded default weights."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise MissingExtra("llama-cpp-python", "local")
+    if config.path:
+        model_path = Path(config.path).expanduser()
+        if not model_path.is_file():
+            raise ConfigError(f"model.path: {model_path} is not a file (llama-cpp needs a GGUF file)")
+    else:
+        model_path = weights.fetch(log=log)
+    port = port or free_port()
+    command = llama_cpp_command(model_path, port=port, threads=config.threads, ctx=config.ctx, alias=config.name)
+    return LocalServer(command, port=port, name="llama-cpp", ready_timeout_s=120.0, log_path=log_path)

@@ -1,0 +1,145 @@
+"""A local OpenAI-compatible server run as a child process: started, health-checked, stopped on exit.
+
+Cleanup is a context manager plus an ``atexit`` hook (never ``__del__``); the child runs in its own
+process group so that stopping it also stops whatever it spawned (vLLM's engine core).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+
+from agentbon.errors import ServerFailure
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LocalServer:
+    """Runs ``command`` (which must listen on 127.0.0.1:``port``) and waits until ``GET /v1/models`` answers.
+
+    ``with LocalServer(...) as endpoint:`` yields the base URL (``http://127.0.0.1:PORT/v1``).
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        port: int,
+        name: str = "server",
+        env: dict[str, str] | None = None,
+        ready_timeout_s: float = 120.0,
+        log_path: Path | None = None,
+    ):
+        self.command = list(command)
+        self.port = port
+        self.name = name
+        self.env = env
+        self.ready_timeout_s = ready_timeout_s
+        self.log_path = log_path
+        self.endpoint = f"http://127.0.0.1:{port}/v1"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started_s: float | None = None
+        """Seconds from launch until the server answered."""
+
+    def start(self) -> str:
+        """Launch the process and block until it serves; raise ``ServerFailure`` with the log tail if it cannot."""
+        if self.proc is not None:
+            return self.endpoint
+        if self.log_path is None:
+            fd, name = tempfile.mkstemp(prefix=f"agentbon-{self.name}-", suffix=".log")
+            os.close(fd)
+            self.log_path = Path(name)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        launched = time.monotonic()
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                self.command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **(self.env or {})},
+                start_new_session=True,
+            )
+        atexit.register(self.stop)
+        try:
+            self._wait_ready(launched)
+        except BaseException:
+            self.stop()
+            raise
+        self.started_s = time.monotonic() - launched
+        return self.endpoint
+
+    def _wait_ready(self, launched: float) -> None:
+        assert self.proc is not None
+        deadline = launched + self.ready_timeout_s
+        with httpx.Client(timeout=2.0, trust_env=False) as http:
+            while True:
+                code = self.proc.poll()
+                if code is not None:
+                    raise ServerFailure(f"{self.name} exited with status {code} while starting:\n{self.log_tail()}")
+                try:
+                    if http.get(f"{self.endpoint}/models").status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass  # not listening yet
+                if time.monotonic() > deadline:
+                    raise ServerFailure(
+                        f"{self.name} did not answer on {self.endpoint} within {self.ready_timeout_s:g}s:\n"
+                        f"{self.log_tail()}"
+                    )
+                time.sleep(0.2)
+
+    def alive(self) -> bool:
+        """Whether the process is still running."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last lines of the server's log (for error messages)."""
+        try:
+            text = self.log_path.read_text(errors="replace") if self.log_path else ""
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Stop the process group: SIGTERM, then SIGKILL after ``grace_s``; safe to call twice."""
+        atexit.unregister(self.stop)
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is not None:  # the leader is gone; children it spawned may not be
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            return
+        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

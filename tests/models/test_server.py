@@ -1,0 +1,79 @@
+"""LocalServer with real child processes: ready, dies while starting, never answers, stopped with its children."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from agentbon.errors import ServerFailure
+from agentbon.models.server import LocalServer, free_port
+
+# A child that serves GET /v1/models after a short delay and spawns a grandchild that must die with it.
+SERVE = r"""
+import http.server, subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+print("loading", flush=True)
+time.sleep(0.3)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": []}')
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def children_of(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_server_starts_answers_and_stops_with_its_children():
+    port = free_port()
+    server = LocalServer([sys.executable, "-c", SERVE, str(port)], port=port, name="toy", ready_timeout_s=20)
+    with server as endpoint:
+        assert endpoint == f"http://127.0.0.1:{port}/v1"
+        assert server.alive() and server.started_s is not None and server.started_s >= 0.3
+        pid = server.proc.pid
+        time.sleep(0.2)
+        kids = children_of(pid)
+        assert kids, "the toy server should have spawned a child"
+    assert not server.alive()
+    deadline = time.monotonic() + 5
+    while not all(gone(k) for k in kids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(gone(k) for k in kids)
+    server.stop()  # twice is fine
+
+
+def test_server_that_exits_while_starting_reports_its_log_tail():
+    port = free_port()
+    cmd = [sys.executable, "-c", "import sys; print('error: model file is corrupt'); sys.exit(3)"]
+    with pytest.raises(ServerFailure, match="(?s)exited with status 3.*model file is corrupt"):
+        LocalServer(cmd, port=port, name="broken").start()
+
+
+def test_server_that_never_answers_times_out_and_is_stopped():
+    port = free_port()
+    server = LocalServer([sys.executable, "-c", "import time; time.sleep(60)"], port=port, ready_timeout_s=1.0)
+    with pytest.raises(ServerFailure, match="did not answer .* within 1s"):
+        server.start()
+    assert server.proc is None
