@@ -1,9 +1,122 @@
-"""`agentbon` CLI: report commands."""
+"""`agentbon` CLI: `report` — re-render a run's tables, summary.json, report.md and report.html from its store."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+DEFAULT_TABLES = ("headline", "scaling", "selectors")
+
+
+def open_store(path: Path):  # -> RunStore
+    """The run store at ``path``, or a clear error when it is not a run directory."""
+    from agentbon.store import EVENTS, RunStore
+
+    if not path.is_dir():
+        raise typer.BadParameter(f"{path}: no such run directory", param_hint="RUN_DIR")
+    if not (path / EVENTS).exists() and not (path / "tasks.jsonl").exists():
+        raise typer.BadParameter(f"{path}: not a run directory (no {EVENTS} or tasks.jsonl)", param_hint="RUN_DIR")
+    return RunStore(path)
+
+
+def _summary(path: Path, overrides: dict) -> dict:
+    from agentbon.errors import ConfigError
+    from agentbon.report import build_summary
+
+    try:
+        return build_summary(open_store(path), **overrides)
+    except ConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
+
+
+def report(
+    run_dir: Annotated[
+        Path | None, typer.Argument(help="The run directory (runs/<run_id>).", show_default=False)
+    ] = None,
+    compare: Annotated[
+        tuple[Path, Path] | None,
+        typer.Option("--compare", help="Put two runs side by side: --compare RUN_A RUN_B.", rich_help_panel="Compare"),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Write the files here instead of the run directory.", rich_help_panel="Output"
+        ),
+    ] = None,
+    no_write: Annotated[
+        bool, typer.Option("--no-write", help="Print only; write no file.", rich_help_panel="Output")
+    ] = False,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Print every table, not just the headline ones.", rich_help_panel="Output")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print summary.json to stdout instead of tables.", rich_help_panel="Output")
+    ] = False,
+    bootstrap: Annotated[
+        int | None, typer.Option(help="Bootstrap resamples (default: config, 1000).", rich_help_panel="Statistics")
+    ] = None,
+    confidence: Annotated[
+        float | None, typer.Option(help="Interval width, e.g. 0.9.", rich_help_panel="Statistics")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Bootstrap seed.", rich_help_panel="Statistics")] = None,
+    rl_training_cost: Annotated[
+        float | None,
+        typer.Option(help="Cost of an RL run, for the break-even (report's cost unit).", rich_help_panel="Cost"),
+    ] = None,
+    usd_per_mtok_prompt: Annotated[
+        float | None, typer.Option(help="USD per 1M prompt tokens.", rich_help_panel="Cost")
+    ] = None,
+    usd_per_mtok_completion: Annotated[
+        float | None, typer.Option(help="USD per 1M completion tokens.", rich_help_panel="Cost")
+    ] = None,
+    usd_per_mtok_cached: Annotated[
+        float | None, typer.Option(help="USD per 1M cached prompt tokens.", rich_help_panel="Cost")
+    ] = None,
+    usd_per_sandbox_hour: Annotated[
+        float | None, typer.Option(help="USD per sandbox hour.", rich_help_panel="Cost")
+    ] = None,
+) -> None:
+    """Re-render a run's report from its store (nothing is re-run): tables, summary.json, report.md, report.html."""
+    from rich.console import Console
+
+    from agentbon.report import write_reports
+    from agentbon.report.compare import compare_table
+    from agentbon.report.markdown import md_table
+    from agentbon.report.terminal import print_summary, rich_table
+
+    overrides = dict(bootstrap=bootstrap, confidence=confidence, seed=seed, rl_training_cost=rl_training_cost,
+                     usd_per_mtok_prompt=usd_per_mtok_prompt, usd_per_mtok_completion=usd_per_mtok_completion,
+                     usd_per_mtok_cached=usd_per_mtok_cached, usd_per_sandbox_hour=usd_per_sandbox_hour)  # fmt: skip
+    console = Console()
+    if compare:
+        a, b = (_summary(p, overrides) for p in compare)
+        table = compare_table(a, b)
+        console.print(rich_table(table))
+        if out and not no_write:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "compare.md").write_text(md_table(table, level=1))
+            console.print(f"wrote {out / 'compare.md'}")
+        return
+    if run_dir is None:
+        raise typer.BadParameter("give a RUN_DIR, or --compare RUN_A RUN_B", param_hint="RUN_DIR")
+    summary = _summary(run_dir, overrides)
+    if as_json:
+        typer.echo(json.dumps(summary, indent=1))
+    else:
+        print_summary(summary, console, None if show_all else DEFAULT_TABLES)
+    if not no_write:
+        paths = write_reports(open_store(run_dir), summary, out)
+        note = "wrote " + ", ".join(str(p) for p in paths.values())
+        if as_json:
+            typer.echo(note, err=True)  # stdout stays pure JSON
+        else:
+            console.print(note)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app (filled in by the report work)."""
+    """Add ``agentbon report`` to the app."""
+    app.command(rich_help_panel="Results")(report)

@@ -1,0 +1,37 @@
+"""Reports re-rendered from the run store alone: terminal tables, ``summary.json``, ``report.md``, ``report.html``.
+
+The orchestrator calls :func:`write_reports` at the end of a run; ``agentbon report RUN_DIR`` calls
+it again at any time (nothing is re-run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from agentbon.report.html import render_html
+from agentbon.report.markdown import render_markdown
+from agentbon.report.summary import SUMMARY_SCHEMA, SUMMARY_VERSION, build_summary
+from agentbon.store import RunStore
+
+__all__ = ["SUMMARY_SCHEMA", "SUMMARY_VERSION", "build_summary", "render_html", "render_markdown", "write_reports"]
+
+
+def _write(path: Path, text: str) -> None:
+    # Write then rename, so a reader never sees a half-written report.
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_reports(store: RunStore, summary: dict | None = None, out_dir: Path | None = None) -> dict[str, Path]:
+    """Write ``summary.json``, ``report.md`` and ``report.html`` (into the run directory by default)."""
+    summary = summary if summary is not None else build_summary(store)
+    out = Path(out_dir) if out_dir else store.path
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"summary": out / "summary.json", "markdown": out / "report.md", "html": out / "report.html"}
+    _write(paths["summary"], json.dumps(summary, indent=1) + "\n")
+    _write(paths["markdown"], render_markdown(summary))
+    _write(paths["html"], render_html(summary))
+    return paths

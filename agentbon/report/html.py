@@ -1,0 +1,119 @@
+"""``report.html``: one self-contained page (inline CSS and SVG, no script, no network resource)."""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+from agentbon.report.svg import COVERAGE_COLOR, ORACLE_COLOR, PALETTE, Series, bar_chart, heatmap, line_chart
+from agentbon.report.tables import Table, all_tables, num
+
+PASS_MAP_COLORS = {"P": "#2ca02c", "F": "#e45756", "U": "#f2b447", "I": "#8c8c8c", "C": "#9ecae9", ".": "#ffffff"}
+PASS_MAP_LEGEND = {"P": "pass", "F": "fail", "U": "no grade", "I": "infra error", "C": "cancelled", ".": "no rollout"}
+PASS_MAP_ROWS = 400
+"""Tasks drawn in the pass map; the rest are counted under it."""
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1100px; color: #222; }
+h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; margin: 8px 0; font-size: 13px; }
+th, td { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f6f6f6; } ul.notes { font-size: 13px; color: #444; } .warn { color: #b00020; }
+figure { margin: 12px 0; } figcaption { font-size: 12px; color: #555; } .external { background: #fbf8ef; }
+"""
+
+
+def _table(t: Table) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in t.headers)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in t.rows)
+    notes = "".join(f'<li class="{"warn" if n.startswith("⚠") else ""}">{escape(n)}</li>' for n in t.notes)
+    cls = ' class="external"' if t.key == "references" else ""
+    return f'<h2 id="{t.key}">{escape(t.title)}</h2><table{cls}><tr>{head}</tr>{body}</table><ul class="notes">{notes}</ul>'
+
+
+def _series(s: dict, xs: list[float], pick: str, with_band: bool = True) -> list[Series]:
+    m = s["metrics"]
+    out = []
+    if pick == "selected":
+        c = m["coverage"]
+        out.append(Series("coverage (pass@k)", xs, _pts(c["mean"]), COVERAGE_COLOR, _pts(c["lo"]), _pts(c["hi"])))
+    for i, name in enumerate(s["selectors"]):
+        b = m["selectors"][name][pick]
+        color = PALETTE[i % len(PALETTE)]
+        lo, hi = (_pts(b["lo"]), _pts(b["hi"])) if with_band else (None, None)
+        out.append(Series(name, xs, _pts(b["mean"]), color, lo, hi))
+    if pick == "selected":
+        for name in s["oracles"]:
+            out.append(
+                Series(f"{name} (oracle)", xs, _pts(m["oracle"][name]["selected"]["mean"]), ORACLE_COLOR, dashed=True)
+            )
+    return out
+
+
+def _pts(values: list[float]) -> list[float]:
+    return [100 * v for v in values]
+
+
+def charts(s: dict) -> list[tuple[str, str]]:
+    """(caption, svg) for every plot of the report."""
+    ks = s["ks"]
+    xs = [math.log2(k) for k in ks]
+    ticks = [(math.log2(k), str(k)) for k in ks]
+    conf = int(round(100 * s["metrics"]["confidence"]))
+    out = [(
+        f"Coverage and selected@k against k (log2 axis); shaded: {conf}% bootstrap bands over tasks. "
+        "The oracle (dashed) picks with the grading tests.",
+        line_chart("Coverage and selected@k", _series(s, xs, "selected"), ticks, "k (samples per task)", "accuracy (points)"),
+    )]  # fmt: skip
+    if s["selectors"]:
+        loss = [Series(x.name, x.xs, x.ys, x.color) for x in _series(s, xs, "loss", with_band=False)]
+        out.append(("Selection loss (coverage − selected) per k.",
+                    bar_chart("Selection loss per k", [str(k) for k in ks], loss, "k", "points lost")))  # fmt: skip
+    if len(ks) > 1:
+        groups = [f"{a}→{b}" for a, b in zip(ks, ks[1:], strict=False)]
+        gains = [Series("coverage", [], _pts(s["scaling"]["coverage"]["gain"]), COVERAGE_COLOR)]
+        gains += [Series(n, [], _pts(s["scaling"]["selectors"][n]["gain"]), PALETTE[i % len(PALETTE)])
+                  for i, n in enumerate(s["selectors"])]  # fmt: skip
+        out.append(("Gain of each doubling of k, in points; below the dashed line a doubling buys under one point.",
+                    bar_chart("Gain per doubling", groups, gains, "doubling", "points gained", ref=(1.0, "1 point"))))  # fmt: skip
+    costs = s["cost"]["cost_at_k"]
+    if all(c and c > 0 for c in costs):
+        cx = [math.log2(c) for c in costs]
+        cost_series = [
+            Series(x.name, cx, x.ys, x.color, x.lo, x.hi) for x in _series(s, cx, "selected")[: 1 + len(s["selectors"])]
+        ]
+        cost_ticks = [(math.log2(c), num(c)) for c in costs]
+        out.append((f"Points against cost ({s['cost']['unit']}, log2 axis); each marker is one k.",
+                    line_chart("Points against cost", cost_series, cost_ticks, f"cost ({s['cost']['unit']})", "accuracy (points)")))  # fmt: skip
+    out.append(_pass_map(s))
+    return out
+
+
+def _pass_map(s: dict) -> tuple[str, str]:
+    tasks = sorted(s["per_task"], key=lambda t: (-t["correct"], t["task_id"]))
+    shown = [(t["task_id"], t["cells"]) for t in tasks[:PASS_MAP_ROWS]]
+    more = len(tasks) - len(shown)
+    caption = "Task-by-rollout pass map (grade), tasks with most passes first." + (
+        f" {more} more tasks not drawn." if more > 0 else ""
+    )
+    return caption, heatmap("Pass map", shown, PASS_MAP_COLORS, PASS_MAP_LEGEND)
+
+
+def render_html(summary: dict) -> str:
+    """The whole ``report.html``."""
+    s = summary
+    tables = {t.key: t for t in all_tables(s)}
+    figures = "".join(f"<figure>{svg}<figcaption>{escape(cap)}</figcaption></figure>" for cap, svg in charts(s))
+    intro = (
+        f"Model <code>{escape(str(s.get('model') or '?'))}</code>, N = {s['n']}, {s['tasks']} tasks; "
+        f"generated {escape(s['generated_at'])}. Every figure is also in <code>summary.json</code>."
+    )
+    order = ["headline", "scaling", "selectors"]
+    body = "".join(_table(tables[k]) for k in order) + f'<h2 id="plots">Plots</h2>{figures}'
+    body += "".join(_table(tables[k]) for k in ("selected_by_k", "cost", "references"))
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>agentbon report — {escape(s['run_id'])}</title><style>{CSS}</style></head>"
+        f"<body><h1>agentbon report — {escape(s['run_id'])}</h1><p>{intro}</p>{body}</body></html>\n"
+    )
