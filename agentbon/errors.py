@@ -70,3 +70,7 @@ class MissingExtra(AgentbonError, ImportError):
     def __init__(self, module: str, extra: str):
         super().__init__(f"{module} is not installed: pip install 'agentbon[{extra}]'")
         self.module, self.extra = module, extra
+
+
+class ExportError(AgentbonError, ValueError):
+    """An export cannot be made as asked (unknown selector, no target repository, a patch that does not apply)."""
