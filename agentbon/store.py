@@ -9,6 +9,7 @@ Layout of ``runs/<run_id>/``::
     <task_id>/<i>/patch.diff     the candidate patch
     <task_id>/<i>/trajectory.jsonl   OpenAI-format messages, one a line, each with ``extra``
     <task_id>/<i>/verdict.<role>.json
+    <task_id>/<i>/logs/          tracebacks of failed attempts (infra retries)
     summary.json, report.md, report.html
 
 The event log is the source of truth; per-rollout folders are conveniences written before the
@@ -18,6 +19,8 @@ cut off on the next append, so a resumed run never records a rollout twice.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import time
@@ -27,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from agentbon.errors import ConfigError
 from agentbon.types import Rollout, Selection, Task, Verdict
 
 EVENTS = "events.jsonl"
@@ -96,6 +100,36 @@ class RunStore:
     def save_selection(self, selection: Selection) -> None:
         self.append("selection", selection)
 
+    def save_log(self, rollout_id: str, name: str, text: str) -> Path:
+        """Write a log file under the rollout's ``logs/`` folder (tracebacks of failed attempts)."""
+        d = self.rollout_dir(rollout_id) / "logs"
+        d.mkdir(exist_ok=True)
+        (d / name).write_text(text)
+        return d / name
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run directory for one driver; a second driver on the same run fails at once.
+
+        An OS lock: a driver killed with ``kill -9`` releases it, so the run can be resumed right away.
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / ".lock", "a+") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                holder = f.read().strip() or "?"
+                raise ConfigError(f"{self.path}: run in use by another agentbon process (pid {holder})") from None
+            f.seek(0)
+            f.truncate()
+            f.write(str(os.getpid()))
+            f.flush()
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
     # ---------------------------------------------------------------- reading
     def events(self) -> Iterator[dict[str, Any]]:
         """Every complete event in order (a torn last line is skipped)."""
@@ -110,6 +144,19 @@ class RunStore:
                     yield json.loads(line)
                 except json.JSONDecodeError:
                     continue
+
+    def events_of(self, kind: str) -> list[dict[str, Any]]:
+        """Every complete event of one type (``infra``, ``early_stop``, ``interrupted``...), in order."""
+        return [e for e in self.events() if e["type"] == kind]
+
+    def rollout_counts(self) -> dict[str, int]:
+        """How many final (non-infra) rollout records each rollout id has: more than 1 is a duplicate."""
+        counts: dict[str, int] = {}
+        for e in self.events_of("rollout"):
+            if e["record"]["status"] not in ("infra_error", "cancelled"):
+                rid = f"{e['record']['task_id']}/{e['record']['index']}"
+                counts[rid] = counts.get(rid, 0) + 1
+        return counts
 
     def tasks(self) -> list[Task]:
         p = self.path / "tasks.jsonl"

@@ -140,3 +140,195 @@ class FakeSandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# ------------------------------------------------------------------ orchestration fakes (agentbon.orchestrate)
+
+
+class PlanReply:
+    """A ScriptedModel reply that looks up the rollout id named in the last message (``rollout <id>``).
+
+    ``table`` maps rollout ids to reply texts; others get ``default``. Picklable, so it travels to Ray workers.
+    """
+
+    def __init__(self, table: dict[str, str], default: str = "no fix"):
+        self.table, self.default = dict(table), default
+
+    def __call__(self, messages: Sequence[dict[str, Any]]) -> str:
+        text = str(messages[-1].get("content", ""))
+        rid = text.split("rollout ", 1)[1].split()[0] if "rollout " in text else ""
+        return self.table.get(rid, self.default)
+
+
+def planned_model(config: Any, table: dict[str, str] | None = None, default: str = "no fix") -> ScriptedModel:
+    """A ``Factories.model``: a ScriptedModel answering each rollout from ``table`` (use with functools.partial)."""
+    return ScriptedModel([PlanReply(table or {}, default)], name="planned", cycle=True)
+
+
+class FakeAgent:
+    """One model call, whose reply is written to ``answer.txt``; directives in the reply drive the test.
+
+    ``sleep:<s>`` runs ``sleep`` in the sandbox; ``hang`` loops in Python forever (no sandbox command);
+    ``block`` sleeps an hour inside one C call (only killing the process stops it); ``crash`` kills the
+    worker process (a Ray worker dying), ``crash-once`` only on the first attempt; ``server-down`` raises
+    ``ServerFailure``; ``raise`` fails like a broken agent would.
+    """
+
+    def __init__(self, config: Any = None):
+        self.config = config
+
+    def run(self, task: Any, sandbox: Any, model: Any, spec: Any) -> Any:
+        from agentbon.protocols import AgentResult
+
+        messages = [{"role": "user", "content": f"{task.problem_statement}\nrollout {spec.rollout_id} seed {spec.seed}"}]
+        reply = model.chat(messages, seed=spec.seed)
+        messages.append({"role": "assistant", "content": reply.content, "extra": {"usage": reply.usage.model_dump()}})
+        sandbox.write_file("answer.txt", reply.content + "\n")
+        for word in reply.content.split():
+            if word.startswith("sleep:"):
+                sandbox.exec(f"sleep {float(word[6:])}", timeout=3600)
+            elif word == "hang":
+                while True:
+                    time.sleep(0.05)
+            elif word == "block":
+                time.sleep(3600)
+            elif word == "crash" or (word == "crash-once" and spec.attempt == 1):
+                os._exit(1)
+            elif word == "server-down":
+                from agentbon.errors import ServerFailure
+
+                raise ServerFailure("fake model server is down")
+            elif word == "raise":
+                raise ValueError("the agent broke")
+        return AgentResult(messages=messages, status="submitted", exit_status="Submitted", steps=1, usage=reply.usage)
+
+
+class FakeBackend:
+    """Sandboxes as git clones of the task's repository under ``root`` (a process-backed fake for orchestration).
+
+    Each live sandbox is a folder holding its labels, so ``reap`` works across processes and tests can
+    count leftovers. ``open_delay_s`` simulates container start; ``fail_open`` maps rollout ids to how many
+    attempts fail with ``SandboxGone`` before one succeeds.
+    """
+
+    isolation = "fake (none)"
+
+    def __init__(self, config: Any = None, root: str | Path = "/tmp/agentbon-fake", open_delay_s: float = 0.0,
+                 fail_open: dict[str, int] | None = None):
+        self.config, self.root = config, Path(root)
+        self.open_delay_s, self.fail_open = open_delay_s, dict(fail_open or {})
+
+    def prepare(self, task: Any) -> str:
+        return f"fake:{task.task_id}"
+
+    def open(self, task: Any, labels: dict[str, str]) -> FakeSandbox:
+        import json
+        import uuid
+
+        if int(labels.get("attempt", "1")) <= self.fail_open.get(labels.get("rollout", ""), 0):
+            raise SandboxGone(f"fake sandbox for {labels.get('rollout')} died at start")
+        time.sleep(self.open_delay_s)
+        where = self.root / "live" / uuid.uuid4().hex[:12]
+        where.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "clone", "-q", str(task.repo.url), str(where / "repo")], check=True, capture_output=True)
+        subprocess.run(["git", "checkout", "-q", task.repo.base_commit], cwd=where / "repo", check=True)
+        (where / "labels.json").write_text(json.dumps(labels))
+        sandbox = _LabelledSandbox(where / "repo", task.repo.base_commit)
+        sandbox.home = where
+        return sandbox
+
+    def live(self, labels: dict[str, str] | None = None) -> list[Path]:
+        """Folders of live sandboxes matching the labels."""
+        import json
+
+        out = []
+        for d in sorted((self.root / "live").glob("*/labels.json")):
+            try:
+                found = json.loads(d.read_text())
+            except (OSError, ValueError):
+                continue
+            if all(found.get(k) == v for k, v in (labels or {}).items()):
+                out.append(d.parent)
+        return out
+
+    def reap(self, labels: dict[str, str] | None = None) -> int:
+        import shutil
+
+        gone = self.live(labels)
+        for d in gone:
+            shutil.rmtree(d, ignore_errors=True)
+        return len(gone)
+
+
+class _LabelledSandbox(FakeSandbox):
+    home: Path
+
+    def close(self) -> None:
+        import shutil
+
+        super().close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+class FakeVerifier:
+    """Passes a patch iff it adds a line containing ``FIX``; with ``log`` set, appends a line per verification."""
+
+    def __init__(self, config: Any = None, log: str | Path | None = None, delay_s: float = 0.0):
+        self.config, self.log, self.delay_s = config, log, delay_s
+
+    def verify(self, task: Any, rollout: Any, role: str) -> Any:
+        from agentbon.types import Verdict, patch_hash
+
+        time.sleep(self.delay_s)
+        if self.log:
+            with open(self.log, "a") as f:
+                f.write(f"{rollout.rollout_id} {role}\n")
+        added = [line for line in rollout.patch.splitlines() if line.startswith("+") and not line.startswith("+++")]
+        ok = any("FIX" in line for line in added)
+        return Verdict(
+            run_id=rollout.run_id, task_id=task.task_id, rollout_id=rollout.rollout_id, role=role,
+            status="pass" if ok else "fail", patch_hash=patch_hash(rollout.patch), reason="FIX" if ok else "no FIX",
+        )
+
+
+class FakeSelector:
+    """Picks the first candidate whose evidence passed (the grade, for the ``oracle``), else the first one."""
+
+    def __init__(self, name: str, config: Any = None):
+        self.name, self.oracle = name, name == "oracle"
+
+    def select(self, task: Any, candidates: Sequence[Any]) -> Any:
+        from agentbon.types import Selection
+
+        def passed(c: Any) -> bool:
+            v = c.grade if self.oracle else c.evidence
+            return v is not None and v.status == "pass"
+
+        winner = next((c for c in candidates if passed(c)), candidates[0] if candidates else None)
+        return Selection(
+            run_id=winner.rollout.run_id if winner else "", task_id=task.task_id, selector=self.name,
+            winner=winner.rollout.rollout_id if winner else None, oracle=self.oracle,
+        )
+
+
+class FakeService:
+    """A ``Factories.server`` for a fake model: no endpoint to start; counts restarts in a file if given."""
+
+    def __init__(self, config: Any, restarts: str | Path | None = None):
+        self.config, self.restarts = config, restarts
+
+    def start(self) -> Any:
+        return self.config.model_copy(update={"endpoint": self.config.endpoint or "fake://model"})
+
+    def restart(self) -> None:
+        if self.restarts:
+            with open(self.restarts, "a") as f:
+                f.write("restart\n")
+
+    def stop(self) -> None:
+        pass
+
+
+def no_report(store: Any) -> None:
+    """A ``Factories.report`` that writes nothing."""
+    return None

@@ -1,0 +1,113 @@
+"""Joining Ray: a local instance with sandbox slots, or an existing cluster; reaping on every node.
+
+Sandbox slots are the Ray custom resource ``agentbon_sandbox`` (one per rollout unit): a local
+``ray.init()`` declares ``concurrency`` of them, a cluster's nodes declare theirs with
+``ray start --resources='{"agentbon_sandbox": N}'``. Verification uses ``agentbon_verify`` where the
+cluster declares it (the local init declares ``verify.concurrency``), sandbox slots otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from agentbon.config import RunConfig
+from agentbon.errors import ConfigError
+
+SANDBOX = "agentbon_sandbox"
+VERIFY = "agentbon_verify"
+
+
+@dataclass
+class Cluster:
+    """The Ray connection a run uses."""
+
+    started: bool
+    """True when this run started Ray (and shuts it down at the end)."""
+    verify_resource: str
+
+    def rollout_options(self) -> dict[str, Any]:
+        """Ray options of a rollout unit: one sandbox slot, no CPU reservation (the slot is the cap)."""
+        return {"num_cpus": 0, "resources": {SANDBOX: 1}, "max_retries": 0}
+
+    def verify_options(self) -> dict[str, Any]:
+        return {"num_cpus": 0, "resources": {self.verify_resource: 1}, "max_retries": 0}
+
+    def shutdown(self) -> None:
+        import ray
+
+        if self.started and ray.is_initialized():
+            ray.shutdown()
+
+
+def connect(config: RunConfig) -> Cluster:
+    """Join the cluster at ``config.ray_address``, or start a local Ray with the configured slots."""
+    import ray
+
+    started = False
+    if not ray.is_initialized():
+        if config.ray_address:
+            ray.init(address=config.ray_address, log_to_driver=False)
+        else:
+            # Local Ray on one machine: no auth token to manage (a cluster keeps its own setting).
+            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+            ray.init(
+                resources={SANDBOX: config.concurrency, VERIFY: config.verify.concurrency},
+                include_dashboard=False,
+                log_to_driver=False,
+            )
+            started = True
+    total = ray.cluster_resources()
+    if total.get(SANDBOX, 0) < 1:
+        raise ConfigError(
+            f"the Ray cluster has no {SANDBOX!r} resource: start its nodes with "
+            f"ray start ... --resources='{{\"{SANDBOX}\": N}}' (N sandboxes at once on that node)"
+        )
+    return Cluster(started=started, verify_resource=VERIFY if total.get(VERIFY, 0) >= 1 else SANDBOX)
+
+
+def alive_nodes() -> list[str]:
+    """Ids of the nodes that are alive now."""
+    import ray
+
+    return [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+
+
+def reap_async(config: RunConfig, factories: Any, labels: dict[str, str], nodes: list[str] | None = None) -> list[Any]:
+    """Start a reaper for the labels on each alive node (or the given ones); return their refs."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from agentbon.orchestrate.workers import run_reap
+
+    alive = set(alive_nodes())
+    reap = ray.remote(run_reap)
+    return [
+        reap.options(
+            num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)
+        ).remote(config, factories, labels)
+        for n in (nodes or sorted(alive))
+        if n in alive
+    ]
+
+
+def settle(refs: list[Any], timeout: float = 120.0) -> int:
+    """Wait for reapers; return how many sandboxes they removed (a node that went away counts none)."""
+    import ray
+
+    if not refs:
+        return 0
+    removed = 0
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    for ref in ready:
+        try:
+            removed += ray.get(ref)
+        except Exception:  # the node went away mid-reap, and its containers' engine with it
+            continue
+    return removed
+
+
+def reap_everywhere(config: RunConfig, factories: Any, labels: dict[str, str]) -> int:
+    """Remove leftover sandboxes matching the labels on every alive node; return how many."""
+    return settle(reap_async(config, factories, labels))

@@ -1,0 +1,108 @@
+"""The one factory seam: how the orchestrator gets each component.
+
+The defaults import the real modules lazily (a worker only imports what it runs). Tests pass a
+``Factories`` built from the fakes in ``agentbon.testing``. Every field must be picklable by reference
+(a module-level function or class), because the factories travel to Ray workers with each unit of work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentbon.config import AgentConfig, ModelConfig, RunConfig, SandboxConfig
+
+if TYPE_CHECKING:
+    from agentbon.protocols import Agent, Model, SandboxBackend, Selector, Verifier
+    from agentbon.store import RunStore
+
+
+def default_backend(config: SandboxConfig) -> SandboxBackend:
+    """The configured sandbox backend (docker, or process with weaker isolation)."""
+    from agentbon.sandbox import make_backend
+
+    return make_backend(config)
+
+
+def default_agent(config: AgentConfig) -> Agent:
+    """The configured agent (``bash`` or ``edit``)."""
+    from agentbon.agent import make_agent
+
+    return make_agent(config)
+
+
+def default_model(config: ModelConfig) -> Model:
+    """A client for the endpoint the driver made sure of (see ``ModelService``)."""
+    from agentbon.models import make_model
+
+    return make_model(config)
+
+
+def default_verifier(config: RunConfig) -> Verifier:
+    """The test verifier: fresh sandboxes labelled with the run (the driver dedupes patches, so no cache here)."""
+    from agentbon.verify import TestVerifier
+
+    labels = {"run": config.run_id or "", "stage": "verify"}
+    verify = config.verify.model_copy(update={"dedupe": False})
+    return TestVerifier(default_backend(config.sandbox), verify, labels=labels, output_limit=config.sandbox.output_limit)
+
+
+def default_selector(name: str, config: RunConfig) -> Selector:
+    """A selector by name (``tests-then-critic``, ``oracle``, ...)."""
+    from agentbon.select import make_selector
+
+    return make_selector(name, config.select)
+
+
+class ModelService:
+    """The run's model endpoint: the configured one, or a local server started for the run (restartable)."""
+
+    def __init__(self, config: ModelConfig):
+        self.config = config
+        self._server: Any = None
+
+    def start(self) -> ModelConfig:
+        """Make sure the endpoint serves; return the model config with ``endpoint`` set."""
+        if self.config.endpoint:
+            return self.config
+        from agentbon.models import local_server
+
+        self._server = local_server(self.config)
+        endpoint = self._server.start()
+        return self.config.model_copy(update={"endpoint": endpoint})
+
+    def restart(self) -> None:
+        """Restart a server this run started (same port, so workers' clients keep working)."""
+        if self._server is not None:
+            self._server.stop()
+            self._server.start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+
+def default_report(store: RunStore) -> str | None:
+    """Write summary.json / report.md / report.html; return the text to print (None when no report module)."""
+    try:
+        from agentbon.report import write_reports
+    except ImportError:
+        return None
+    out = write_reports(store)
+    return out if isinstance(out, str) else None
+
+
+@dataclass(frozen=True)
+class Factories:
+    """Constructors of every component the orchestrator uses; the defaults are the real ones."""
+
+    backend: Callable[[SandboxConfig], Any] = default_backend
+    agent: Callable[[AgentConfig], Any] = default_agent
+    model: Callable[[ModelConfig], Any] = default_model
+    verifier: Callable[[RunConfig], Any] = default_verifier
+    selector: Callable[[str, RunConfig], Any] = default_selector
+    server: Callable[[ModelConfig], Any] = ModelService
+    """Driver side: a ``ModelService``-like object that makes sure of one endpoint (workers never start servers)."""
+    report: Callable[[RunStore], str | None] = default_report

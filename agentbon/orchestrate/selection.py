@@ -1,0 +1,60 @@
+"""The selection stage: once a task has nothing open, every configured selector picks its winner.
+
+Selectors run in the driver (they are cheap next to rollouts; a critic that is not loads once per run).
+A selector that fails is recorded and skipped: one selector's failure never stops the batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentbon.config import RunConfig
+from agentbon.errors import ConfigError
+from agentbon.orchestrate.faults import classify
+from agentbon.protocols import Candidate
+from agentbon.types import Rollout, Selection, Task, Verdict
+
+
+class SelectionStage:
+    """Builds each configured selector once and runs them all on a task's candidates."""
+
+    def __init__(self, config: RunConfig, factory: Any):
+        self.config = config
+        self._factory = factory
+        self._selectors: dict[str, Any] = {}
+        self.errors: list[dict[str, str]] = []
+
+    def _selector(self, name: str) -> Any:
+        if name not in self._selectors:
+            self._selectors[name] = self._factory(name, self.config)
+        return self._selectors[name]
+
+    def preflight(self) -> None:
+        """Build every configured selector now, so a wrong name fails before any rollout runs."""
+        for name in self.config.select.selectors:
+            try:
+                self._selector(name)
+            except Exception as e:
+                raise ConfigError(f"select.selectors: {name!r}: {type(e).__name__}: {e}") from e
+
+    def run(
+        self, task: Task, rollouts: list[Rollout], evidence: dict[str, Verdict], grade: dict[str, Verdict]
+    ) -> list[Selection]:
+        """Selections of every configured selector for one task (errors are collected in ``errors``)."""
+        candidates = [
+            Candidate(rollout=r, evidence=evidence.get(r.rollout_id), grade=grade.get(r.rollout_id))
+            for r in sorted(rollouts, key=lambda r: r.index)
+            if r.status not in ("infra_error", "cancelled")
+        ]
+        out: list[Selection] = []
+        for name in self.config.select.selectors:
+            try:
+                selection = self._selector(name).select(task, candidates)
+            except Exception as e:  # a broken selector (critic missing, bug) is reported, the others still run
+                failure = classify(e)
+                self.errors.append(
+                    {"task_id": task.task_id, "selector": name, "error": f"{failure.kind}: {failure.message}"}
+                )
+                continue
+            out.append(selection)
+        return out

@@ -1,0 +1,179 @@
+"""Run progress: a state fed by the driver's events, shown as a rich Live panel or as plain log lines.
+
+The driver calls the display with ``(kind, **data)`` events (``plan``, ``started``, ``rollout``,
+``verdict``, ``infra``, ``early_stop``, ``tokens``, ``selected``, ``tick``, ``interrupted``); the state
+keeps the counts and the display only renders them (style.md §14).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "--:--"
+    s = int(seconds)
+    return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+class ProgressState:
+    """The counts a run's progress shows, updated from the driver's events."""
+
+    def __init__(self, run_id: str = "") -> None:
+        self.run_id, self.t0 = run_id, time.time()
+        self.tasks = self.n = self.planned = self.verify_total = 0
+        self.rollouts_done = self.verified = self.infra_errors = self.tokens = 0
+        self.running: dict[str, set[str]] = {"rollout": set(), "verify": set()}
+        self.passed: set[str] = set()
+        self.graded: set[str] = set()
+        self.not_run = 0
+        self.saved_s = 0.0
+        self.interrupted = False
+
+    def on(self, kind: str, **data: Any) -> None:
+        """Fold one event into the counts."""
+        if kind == "plan":
+            self.tasks, self.n, self.planned = data["tasks"], data["n"], data["planned"]
+            self.verify_total = data["verify"]
+        elif kind == "started":
+            self.running[data["unit"]].add(data["rollout_id"])
+        elif kind in ("rollout", "cancelled"):
+            rid = data["rollout"].rollout_id if kind == "rollout" else data["rollout_id"]
+            self.running["rollout"].discard(rid)
+            self.rollouts_done += kind == "rollout"
+            if kind == "rollout" and data["rollout"].status != "infra_error":
+                self.verify_total += 1
+        elif kind == "verdict" and data["verdict"].role == "grade":
+            v = data["verdict"]
+            self.running["verify"].discard(v.rollout_id)
+            self.verified += 1
+            self.graded.add(v.task_id)
+            if v.status == "pass":
+                self.passed.add(v.task_id)
+        elif kind == "infra":
+            self.infra_errors += 1
+            self.running.get(data["unit"], set()).discard(data.get("rollout_id") or "")
+        elif kind == "early_stop":
+            self.not_run += data["rollouts_not_run"]
+            self.planned -= len(data["skipped"]) + len(data["cancelled"])
+            self.saved_s += data["est_sandbox_s_saved"]
+        elif kind == "tokens":
+            self.tokens += data["n"]
+        elif kind == "interrupted":
+            self.interrupted = True
+
+    @property
+    def elapsed(self) -> float:
+        return time.time() - self.t0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at this invocation's rollout rate (None before the first rollout)."""
+        if not self.rollouts_done:
+            return None
+        return max(self.planned - self.rollouts_done, 0) * self.elapsed / self.rollouts_done
+
+    def status_line(self) -> str:
+        """Everything beside the bars, on one line."""
+        cov = f"{len(self.passed)}/{self.tasks} tasks" + (f" ({len(self.passed) / self.tasks:.0%})" if self.tasks else "")
+        line = (
+            f"sandboxes running {len(self.running['rollout']) + len(self.running['verify'])} · "
+            f"candidates verified {self.verified} · coverage {cov} · tokens/s {self.tokens_per_s:.0f} · "
+            f"infra errors {self.infra_errors}"
+        )
+        if self.not_run:
+            line += f" · early stop: {self.not_run} rollouts not run (~{self.saved_s:.0f} sandbox-s saved)"
+        return line
+
+
+class LiveDisplay:
+    """A rich Live panel: overall and per-stage bars, the status line, the ETA."""
+
+    def __init__(self, state: ProgressState, console: Console | None = None):
+        self.state = state
+        self.live = Live(console=console, refresh_per_second=4, transient=False, get_renderable=self.render)
+
+    def render(self) -> Group:
+        s = self.state
+        table = Table.grid(padding=(0, 1))
+        for _ in range(4):
+            table.add_column()
+        rows = [
+            ("rollouts", s.rollouts_done, s.planned, len(s.running["rollout"])),
+            ("verification", s.verified, s.verify_total, len(s.running["verify"])),
+        ]
+        for name, done, total, running in rows:
+            bar = ProgressBar(total=max(total, 1), completed=min(done, max(total, 1)), width=40)
+            table.add_row(name, bar, f"{done}/{total}", f"{running} running")
+        head = f"[bold]agentbon[/] {s.run_id}  elapsed {_clock(s.elapsed)}  ETA {_clock(s.eta_s)}"
+        return Group(head, table, s.status_line())
+
+    def __call__(self, kind: str, **data: Any) -> None:
+        self.state.on(kind, **data)
+
+    def __enter__(self) -> LiveDisplay:
+        self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.stop()
+
+
+class PlainDisplay:
+    """Log lines for notable events and a status line every ``every_s`` seconds (stdout not a terminal)."""
+
+    def __init__(self, state: ProgressState, out: Any = None, every_s: float = 10.0):
+        self.state, self.out, self.every_s = state, out or sys.stdout, every_s
+        self._last = time.time()
+
+    def _say(self, text: str) -> None:
+        print(f"[{_clock(self.state.elapsed)}] {text}", file=self.out, flush=True)
+
+    def __call__(self, kind: str, **data: Any) -> None:
+        self.state.on(kind, **data)
+        s = self.state
+        if kind == "plan":
+            self._say(f"plan: {data['tasks']} tasks x {data['n']}: {data['planned']} rollouts to run, "
+                      f"{data['finished']} already done, {data['verify']} to verify, {data['skipped']} skipped")
+        elif kind == "rollout":
+            r = data["rollout"]
+            self._say(f"rollout {r.rollout_id}: {r.status} ({r.exit_status}) {r.timings.wall_s:.1f}s "
+                      f"[{s.rollouts_done}/{s.planned}]")
+        elif kind == "verdict":
+            v = data["verdict"]
+            self._say(f"verdict {v.rollout_id} {v.role}: {v.status} {v.reason}".rstrip())
+        elif kind == "infra":
+            self._say(f"infra error on {data['unit']} {data.get('rollout_id') or ''}: {data['error']}: {data['message']}")
+        elif kind == "early_stop":
+            self._say(f"early stop {data['task_id']}: {data['rollouts_not_run']} rollouts not run "
+                      f"(~{data['est_sandbox_s_saved']:.0f} sandbox-s saved)")
+        elif kind == "interrupted":
+            self._say(f"interrupted: {data['pending']} units cancelled, sandboxes removed; run again to resume")
+        if time.time() - self._last >= self.every_s:
+            self._last = time.time()
+            self._say(f"{s.rollouts_done}/{s.planned} rollouts, ETA {_clock(s.eta_s)} · {s.status_line()}")
+
+    def __enter__(self) -> PlainDisplay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def make_display(run_id: str = "", console: Console | None = None) -> LiveDisplay | PlainDisplay:
+    """A Live panel on a terminal, plain log lines otherwise."""
+    console = console or Console()
+    state = ProgressState(run_id)
+    return LiveDisplay(state, console) if console.is_terminal else PlainDisplay(state, out=console.file)
