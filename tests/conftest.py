@@ -23,3 +23,37 @@ def ray_session():
     yield ray
     if started:
         ray.shutdown()
+
+
+# ------------------------------------------------------------------------------------ sandbox leftovers
+
+_SANDBOX_SESSION = f"pytest-{os.getpid()}-{os.urandom(3).hex()}"
+
+
+def pytest_configure(config):
+    """Label every sandbox this session starts (and Ray workers it spawns) so leftovers can be told apart."""
+    os.environ.setdefault("AGENTBON_SESSION", _SANDBOX_SESSION)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the session if it left agentbon sandboxes behind (then remove them, so the next run starts clean)."""
+    from agentbon.sandbox.common import SESSION_ENV
+
+    labels = {"session": os.environ.get(SESSION_ENV, _SANDBOX_SESSION)}
+    try:
+        from agentbon.errors import EngineUnavailable
+        from agentbon.sandbox.engine import docker_client, reap_containers
+        from agentbon.sandbox.process import reap_process_sandboxes
+    except ImportError:  # the sandbox package is not importable: nothing of ours can be running
+        return
+    left = reap_process_sandboxes(labels)
+    try:
+        left += reap_containers(docker_client(timeout=30.0), labels)
+    except EngineUnavailable:
+        pass
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = f"agentbon: {left} sandbox(es) were left behind by this test session (now removed)"
+        if reporter:
+            reporter.write_line(message, red=True)
+        session.exitstatus = 1

@@ -1,9 +1,134 @@
-"""`agentbon` CLI: sandbox commands."""
+"""`agentbon` CLI: sandbox commands (base image, task images, leftovers) and the top-level ``cleanup``."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from agentbon.errors import AgentbonError
+
+sandbox_app = typer.Typer(help="Sandbox images and containers.", no_args_is_help=True)
+
+RunIdOption = Annotated[
+    str | None, typer.Option("--run-id", help="Only this run's sandboxes.", rich_help_panel="Selection")
+]
+
+
+def _fail(error: Exception) -> typer.Exit:
+    typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
+    return typer.Exit(1)
+
+
+@sandbox_app.command("base")
+def base(
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even when the image exists.")] = False,
+    method: Annotated[
+        str, typer.Option(help="auto | dockerfile | rootfs (debootstrap + docker import).", rich_help_panel="Build")
+    ] = "auto",
+) -> None:
+    """Build the base image (or confirm it is cached) and print its tag."""
+    from agentbon.sandbox import docker_client, ensure_base_image
+
+    if method not in ("auto", "dockerfile", "rootfs"):
+        raise _fail(ValueError(f"--method {method!r}: expected auto, dockerfile or rootfs"))
+    try:
+        started = time.monotonic()
+        tag = ensure_base_image(docker_client(), force=force, method=method, say=typer.echo)  # type: ignore[arg-type]
+    except AgentbonError as e:
+        raise _fail(e) from e
+    typer.echo(f"{tag} ({time.monotonic() - started:.1f}s)")
+
+
+@sandbox_app.command("build")
+def build(
+    suite: Annotated[Path, typer.Argument(help="A task folder, a suite directory or a JSONL/SWE-bench file.")],
+    task_id: Annotated[list[str] | None, typer.Option("--task", "-t", help="Only these task ids.")] = None,
+) -> None:
+    """Build (or find cached) the task images of a suite."""
+    from agentbon.sandbox import DockerBackend
+    from agentbon.tasks import load_suite
+
+    tasks, errors = load_suite(suite)
+    for error in errors:
+        typer.secho(f"skipped: {error}", fg=typer.colors.YELLOW, err=True)
+    backend, failed = DockerBackend(), 0
+    for task in tasks:
+        if task_id and task.task_id not in task_id:
+            continue
+        started = time.monotonic()
+        try:
+            image = backend.image_for(task)
+        except AgentbonError as e:
+            failed += 1
+            typer.secho(f"{task.task_id}: {e}", fg=typer.colors.RED, err=True)
+            continue
+        how = "built" if image.built else "cached"
+        typer.echo(f"{task.task_id}: {image.ref} ({how}, {time.monotonic() - started:.1f}s)")
+    if failed or errors:
+        raise typer.Exit(1)
+
+
+@sandbox_app.command("ls")
+def ls() -> None:
+    """List agentbon containers (any state)."""
+    from agentbon.sandbox import docker_client
+    from agentbon.sandbox.common import label_filters
+
+    try:
+        containers = docker_client().containers.list(all=True, filters={"label": label_filters(None)})
+    except AgentbonError as e:
+        raise _fail(e) from e
+    for c in containers:
+        labels = c.labels
+        typer.echo(
+            f"{c.name}\t{c.status}\trun={labels.get('agentbon.run_id', '-')}\t"
+            f"rollout={labels.get('agentbon.rollout_id', '-')}\tpurpose={labels.get('agentbon.purpose', '-')}"
+        )
+    typer.echo(f"{len(containers)} agentbon container(s)")
+
+
+def cleanup(
+    run_id: RunIdOption = None,
+    images: Annotated[bool, typer.Option("--images", help="Also remove task images (agentbon/task:*).")] = False,
+) -> None:
+    """Remove leftover agentbon sandboxes (containers and process sandboxes); print how many."""
+    from agentbon.sandbox import reap
+
+    labels = {"run_id": run_id} if run_id else None
+    try:
+        removed = reap(labels)
+    except AgentbonError as e:
+        raise _fail(e) from e
+    scope = f" of run {run_id}" if run_id else ""
+    typer.echo(f"removed {removed} sandbox(es){scope}")
+    if images:
+        typer.echo(f"removed {_remove_task_images()} task image(s)")
+
+
+def _remove_task_images() -> int:
+    import docker
+
+    from agentbon.sandbox import docker_client
+    from agentbon.sandbox.images import TASK_REPO
+
+    client, removed = docker_client(), 0
+    for image in client.images.list(name=TASK_REPO):
+        for tag in image.tags:
+            try:
+                client.images.remove(tag)
+                removed += 1
+            except docker.errors.APIError as e:  # in use by a container: leave it
+                typer.secho(f"kept {tag}: {e.explanation}", fg=typer.colors.YELLOW, err=True)
+    return removed
+
+
+sandbox_app.command("cleanup")(cleanup)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app (filled in by the sandbox work)."""
+    """Add ``agentbon sandbox ...`` and the top-level ``agentbon cleanup``."""
+    app.add_typer(sandbox_app, name="sandbox", rich_help_panel="Sandboxes")
+    app.command("cleanup", rich_help_panel="Sandboxes")(cleanup)

@@ -1,0 +1,140 @@
+"""One command in a container: ``timeout -k`` inside, output capped while it streams, a backstop outside."""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+import time
+from typing import Any
+
+import docker
+
+from agentbon.config import SandboxConfig
+from agentbon.sandbox.common import KILL_GRACE_S, OutputCap, is_timeout, timeout_argv
+from agentbon.sandbox.engine import gone_or_raise
+from agentbon.types import ExecResult
+
+BACKSTOP_S = 15.0
+"""Seconds past ``timeout -k`` after which the host stops waiting (a frozen container, a stuck engine)."""
+LINGER_S = 1.0
+"""How long output is still read after the command ended (a background process may hold the pipe forever)."""
+OOM_FILES = "/sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events"  # cgroup v1, v2
+
+
+class Executor:
+    """Runs commands in one container; remembers the container's OOM-kill count to tell OOM from other kills."""
+
+    def __init__(self, api: docker.APIClient, container_id: str, config: SandboxConfig):
+        self.api, self.cid, self.config = api, container_id, config
+        self.oom_kills = 0
+
+    def run(self, command: str, timeout: float, cwd: str) -> ExecResult:
+        """Run ``command``; a failed or timed-out command is data, a vanished container raises ``SandboxGone``."""
+        started = time.monotonic()
+        try:
+            exec_id = self.api.exec_create(self.cid, timeout_argv(command, timeout), workdir=cwd)["Id"]
+            stream = self.api.exec_start(exec_id, stream=True, demux=False)
+        except docker.errors.APIError as e:
+            raise gone_or_raise(e, f"exec in container {self.cid[:12]}") from e
+        cap = OutputCap(self.config.output_limit)
+        abandoned = self._pump(exec_id, stream, cap, started + timeout + KILL_GRACE_S + BACKSTOP_S)
+        exit_code = -1 if abandoned else self._exit_code(exec_id)
+        if exit_code < 0 or exit_code >= 128:  # killed: perhaps with its container
+            self._check_alive()
+        duration = time.monotonic() - started
+        timed_out = abandoned or is_timeout(exit_code, duration, timeout)
+        output = cap.text()
+        if timed_out:
+            output += f"\n[agentbon: command timed out after {timeout:g}s and was killed]"
+        elif exit_code == 137 and self._new_oom_kill():
+            output += f"\n[agentbon: killed: out of memory (the sandbox's limit is {self.config.memory})]"
+        return ExecResult(
+            exit_code=exit_code,
+            output=output,
+            timed_out=timed_out,
+            truncated=cap.truncated,
+            duration_s=round(duration, 3),
+        )
+
+    def _pump(self, exec_id: str, stream: Any, cap: OutputCap, deadline: float) -> bool:
+        """Feed the stream into ``cap`` until it ends; True when the backstop deadline passed first."""
+        chunks: queue.SimpleQueue[bytes | BaseException | None] = queue.SimpleQueue()
+
+        def read() -> None:
+            try:
+                for chunk in stream:
+                    chunks.put(chunk)
+            except BaseException as e:  # noqa: BLE001 - the socket closed under us; the main loop decides
+                chunks.put(e)
+            chunks.put(None)
+
+        reader = threading.Thread(target=read, name=f"exec-{exec_id[:8]}", daemon=True)
+        reader.start()
+        checked = time.monotonic()
+        ended: float | None = None
+        try:
+            while True:
+                now = time.monotonic()
+                if now > deadline:
+                    return True
+                try:
+                    item = chunks.get(timeout=0.25)
+                except queue.Empty:
+                    item = b""
+                if item is None:
+                    return False
+                if isinstance(item, bytes):
+                    cap.feed(item)
+                if ended is None and now - checked >= 1.0:
+                    checked = now
+                    if not self._running(exec_id):
+                        ended = now
+                if ended is not None and now - ended > LINGER_S:
+                    return False
+        finally:
+            stream.close()
+            reader.join(timeout=2)
+            while not chunks.empty():
+                item = chunks.get()
+                if isinstance(item, bytes):
+                    cap.feed(item)
+
+    def _running(self, exec_id: str) -> bool:
+        try:
+            return bool(self.api.exec_inspect(exec_id)["Running"])
+        except docker.errors.APIError:
+            return False  # the container went: _exit_code raises SandboxGone
+
+    def _exit_code(self, exec_id: str) -> int:
+        for _ in range(50):  # the stream can end a moment before the engine records the exit
+            try:
+                info = self.api.exec_inspect(exec_id)
+            except docker.errors.APIError as e:
+                raise gone_or_raise(e, f"exec in container {self.cid[:12]}") from e
+            if not info["Running"] and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            time.sleep(0.1)
+        self._check_alive()
+        return -1
+
+    def _check_alive(self) -> None:
+        try:
+            state = self.api.inspect_container(self.cid)["State"]
+        except docker.errors.APIError as e:
+            raise gone_or_raise(e, f"container {self.cid[:12]}") from e
+        if not state.get("Running"):
+            raise gone_or_raise(docker.errors.APIError("container is not running"), f"container {self.cid[:12]}")
+
+    def _new_oom_kill(self) -> bool:
+        """True when the container's memory cgroup counted an OOM kill since we last looked."""
+        self._check_alive()
+        try:
+            exec_id = self.api.exec_create(self.cid, ["sh", "-c", f"cat {OOM_FILES} 2>/dev/null"])["Id"]
+            text = self.api.exec_start(exec_id).decode(errors="replace")
+        except docker.errors.APIError:
+            return False
+        match = re.search(r"^oom_kill (\d+)", text, re.MULTILINE)
+        count = int(match.group(1)) if match else 0
+        new, self.oom_kills = count > self.oom_kills, count
+        return new

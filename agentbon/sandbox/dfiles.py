@@ -1,0 +1,123 @@
+"""Files in and out of a container through the engine's archive API (no tar, no shell needed in the image)."""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import shutil
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import docker
+from docker.utils import decode_json_header
+
+from agentbon.errors import SandboxGone
+from agentbon.sandbox.engine import gone_or_raise
+
+MODE_DIR = 1 << 31  # Go's os.ModeDir, as the engine reports file modes
+MODE_SYMLINK = 1 << 27
+MAX_READ_BYTES = 64 << 20
+"""read_file refuses bigger files (copy_out streams them to the host instead)."""
+
+
+def absolute(workdir: str, path: str) -> str:
+    """``path`` inside the sandbox: relative paths are under ``workdir``."""
+    return posixpath.normpath(posixpath.join(workdir, path))
+
+
+def _gone_if_missing(api: docker.APIClient, cid: str) -> None:
+    try:
+        running = api.inspect_container(cid)["State"]["Running"]
+    except docker.errors.APIError as e:
+        raise gone_or_raise(e, f"container {cid[:12]}") from e
+    if not running:
+        raise SandboxGone(f"container {cid[:12]} is not running")
+
+
+def stat(api: docker.APIClient, cid: str, path: str) -> dict[str, Any] | None:
+    """The engine's stat of ``path`` (name, size, mode, linkTarget); None when there is no such file."""
+    response = api.head(api._url("/containers/{0}/archive", cid), params={"path": path})
+    if response.status_code == 404:
+        _gone_if_missing(api, cid)
+        return None
+    api._raise_for_status(response)
+    return decode_json_header(response.headers["X-Docker-Container-Path-Stat"])
+
+
+def _put(api: docker.APIClient, cid: str, data: bytes | Any) -> None:
+    try:
+        api.put_archive(cid, "/", data)
+    except docker.errors.APIError as e:
+        _gone_if_missing(api, cid)
+        raise OSError(f"cannot write into container {cid[:12]}: {e}") from e
+
+
+def write_file(api: docker.APIClient, cid: str, path: str, content: str | bytes) -> None:
+    """Write ``content`` at the absolute ``path``; an existing file keeps its mode, new ones are 0644."""
+    data = content.encode() if isinstance(content, str) else bytes(content)
+    info = stat(api, cid, path)
+    if info and info["mode"] & MODE_DIR:
+        raise IsADirectoryError(f"{path} is a directory")
+    member = tarfile.TarInfo(path.lstrip("/"))
+    member.size, member.mtime = len(data), int(time.time())
+    member.mode = info["mode"] & 0o7777 if info and not info["mode"] & MODE_SYMLINK else 0o644
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        archive.addfile(member, io.BytesIO(data))
+    _put(api, cid, buffer.getvalue())
+
+
+def read_file(api: docker.APIClient, cid: str, path: str, _depth: int = 0) -> bytes:
+    """The bytes of the file at the absolute ``path`` (symlinks followed)."""
+    info = stat(api, cid, path)
+    if info is None:
+        raise FileNotFoundError(f"{path}: no such file in the sandbox")
+    if info["mode"] & MODE_DIR:
+        raise IsADirectoryError(f"{path} is a directory")
+    if info["mode"] & MODE_SYMLINK and info.get("linkTarget") and _depth < 16:
+        return read_file(api, cid, info["linkTarget"], _depth + 1)
+    if info["size"] > MAX_READ_BYTES:
+        raise OSError(f"{path} is {info['size']} bytes, over read_file's {MAX_READ_BYTES}; use copy_out")
+    stream, _ = api.get_archive(cid, path)
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+        member = archive.next()
+        handle = archive.extractfile(member) if member else None
+        if handle is None:
+            raise OSError(f"{path}: not a regular file")
+        return handle.read()
+
+
+def copy_in(api: docker.APIClient, cid: str, host_path: str, dest: str) -> None:
+    """Copy a host file or directory to the absolute ``dest`` in the container (parents created)."""
+    if not Path(host_path).exists():
+        raise FileNotFoundError(f"{host_path}: no such file on the host")
+    with tempfile.TemporaryFile() as spool:
+        with tarfile.open(fileobj=spool, mode="w") as archive:
+            archive.add(host_path, arcname=dest.lstrip("/"))
+        spool.seek(0)
+        _put(api, cid, spool)
+
+
+def copy_out(api: docker.APIClient, cid: str, src: str, host_dest: str) -> None:
+    """Copy the container's ``src`` (file or directory) to ``host_dest`` (replaced if it exists)."""
+    if stat(api, cid, src) is None:
+        raise FileNotFoundError(f"{src}: no such file in the sandbox")
+    stream, _ = api.get_archive(cid, src)
+    with tempfile.TemporaryFile() as spool, tempfile.TemporaryDirectory(prefix="agentbon-copy-") as tmp:
+        for chunk in stream:
+            spool.write(chunk)
+        spool.seek(0)
+        with tarfile.open(fileobj=spool) as archive:
+            archive.extractall(tmp, filter="data")  # no absolute paths, no escaping links, no devices
+        extracted = Path(tmp) / posixpath.basename(src.rstrip("/"))
+        dest = Path(host_dest)
+        if extracted.is_dir() and not extracted.is_symlink():
+            shutil.copytree(extracted, dest, symlinks=True, dirs_exist_ok=True)
+            return
+        if dest.is_dir():  # like cp: a file copied to a directory lands inside it
+            dest = dest / extracted.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(extracted), dest)

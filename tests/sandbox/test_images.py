@@ -1,0 +1,99 @@
+"""Base and task images against the real engine: content-hash cache, setup, dependencies, failures, prebuilt images."""
+
+from __future__ import annotations
+
+import ssl
+import time
+
+import httpx
+import pytest
+from sbx_repo import make_task
+
+from agentbon.errors import ImageBuildError
+from agentbon.sandbox import DockerBackend, ensure_base_image
+from agentbon.sandbox.base import HOST_CA_BUNDLE, base_tag
+from agentbon.sandbox.images import task_image
+
+pytestmark = pytest.mark.docker
+
+
+def test_base_image_is_tagged_by_its_recipe_and_reused(engine):
+    tag = ensure_base_image(engine)
+    assert tag == base_tag() and tag.startswith("agentbon/base:")
+    started = time.monotonic()
+    assert ensure_base_image(engine) == tag
+    print(f"base image cache hit: {time.monotonic() - started:.3f}s")
+
+
+def test_second_prepare_is_a_cache_hit(engine, sandbox_config, tiny_task):
+    first = DockerBackend(sandbox_config, engine).image_for(tiny_task)
+    image_id = engine.images.get(first.ref).id
+    started = time.monotonic()
+    again = DockerBackend(sandbox_config, engine).image_for(tiny_task)  # a new backend: no in-process memo
+    elapsed = time.monotonic() - started
+    print(f"task image cache hit: {elapsed:.3f}s")
+    assert again.ref == first.ref and not again.built
+    assert engine.images.get(again.ref).id == image_id  # nothing was rebuilt
+    assert again.base_commit == tiny_task.repo.base_commit
+
+
+def test_the_cache_key_follows_the_environment(engine, sandbox_config, tiny_repo, run_labels):
+    backend = DockerBackend(sandbox_config, engine)
+    task = make_task(tiny_repo, "tiny-setup", setup=["echo prepared > /opt/marker", "git status --porcelain > /opt/st"])
+    image = backend.image_for(task)
+    plain = backend.image_for(make_task(tiny_repo, "tiny-setup"))
+    assert image.ref != plain.ref and image.ref.startswith("agentbon/task:tiny-setup-")
+    with backend.open(task, run_labels) as box:
+        assert box.exec("cat /opt/marker /opt/st").output == "prepared\n"
+        assert box.exec("test -e /tmp/agentbon-build").exit_code == 1  # the build files (and CA) are gone
+
+
+def test_failing_setup_is_an_image_build_error(engine, sandbox_config, tiny_repo):
+    task = make_task(tiny_repo, "tiny-broken", setup=["echo about to fail", "exit 3"])
+    with pytest.raises(ImageBuildError, match="(?s)tiny-broken.*returned a non-zero code: 3.*about to fail"):
+        DockerBackend(sandbox_config, engine).prepare(task)
+
+
+def _ssl_context() -> ssl.SSLContext:
+    bundle = HOST_CA_BUNDLE if HOST_CA_BUNDLE.is_file() else None
+    return ssl.create_default_context(cafile=str(bundle) if bundle else None)
+
+
+def _pypi_reachable() -> bool:
+    try:
+        return httpx.get("https://pypi.org/simple/six/", timeout=5, verify=_ssl_context()).is_success
+    except (httpx.HTTPError, OSError):
+        return False
+
+
+def test_python_packages_install_through_the_hosts_ca(engine, sandbox_config, tiny_repo, run_labels):
+    if not _pypi_reachable():
+        pytest.skip("PyPI is not reachable from this machine")
+    task = make_task(tiny_repo, "tiny-deps", python_packages=["six==1.17.0"])
+    backend = DockerBackend(sandbox_config, engine)
+    with backend.open(task, run_labels) as box:
+        assert box.exec("python3 -c 'import six; print(six.__version__)'").output == "1.17.0\n"
+        assert box.exec("test -e /tmp/agentbon-build").exit_code == 1
+
+
+def test_prebuilt_image_is_used_as_is(engine, sandbox_config, tiny_task, run_labels):
+    built = task_image(engine, tiny_task)
+    prebuilt = tiny_task.model_copy(
+        update={
+            "task_id": "tiny-prebuilt",
+            "environment": tiny_task.environment.model_copy(update={"image": built.ref}),
+        }
+    )
+    image = task_image(engine, prebuilt)
+    assert (image.ref, image.built) == (built.ref, False)
+    with DockerBackend(sandbox_config, engine).open(prebuilt, run_labels) as box:
+        assert box.exec("git rev-parse HEAD").output.strip() == tiny_task.repo.base_commit
+
+
+def test_missing_prebuilt_image_is_an_image_build_error(engine, tiny_task, monkeypatch):
+    monkeypatch.setattr("agentbon.sandbox.images.registry_reachable", lambda client: False)
+    missing = tiny_task.model_copy(
+        update={"environment": tiny_task.environment.model_copy(update={"image": "agentbon/none:missing"})}
+    )
+    with pytest.raises(ImageBuildError, match="agentbon/none:missing.*not in the engine"):
+        task_image(engine, missing)
