@@ -1,9 +1,113 @@
-"""`agentbon` CLI: run commands."""
+"""`agentbon run SUITE -n N`: N rollouts per task on Ray, verified, selected, reported; resumable."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+_RUN, _MODEL, _CLUSTER, _CONFIG, _OUT = "Run", "Model", "Cluster", "Config", "Output"
+
+
+def make_factories() -> Any:
+    """The components a run uses (the real ones; tests patch this one seam)."""
+    from agentbon.orchestrate import Factories
+
+    return Factories()
+
+
+def run(
+    suite: Annotated[Path, typer.Argument(help="Task suite: a folder of tasks, a task folder, JSONL, or SWE-bench JSON/JSONL.")],
+    n: Annotated[int | None, typer.Option("-n", "--n", help="Rollouts per task.", rich_help_panel=_RUN)] = None,
+    config_files: Annotated[
+        list[Path] | None, typer.Option("-f", "--config", help="YAML config file (repeatable; later wins).", rich_help_panel=_CONFIG)
+    ] = None,
+    overrides: Annotated[
+        list[str] | None, typer.Option("-c", help="Override a setting: -c key.sub=value (repeatable).", rich_help_panel=_CONFIG)
+    ] = None,
+    endpoint: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL; without it a local server is started.", rich_help_panel=_MODEL)
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name sent to the endpoint.", rich_help_panel=_MODEL)] = None,
+    launcher: Annotated[
+        str | None, typer.Option(help="Local server to start when no endpoint: llama-cpp or vllm.", rich_help_panel=_MODEL)
+    ] = None,
+    ray_address: Annotated[
+        str | None, typer.Option(help="Join this Ray cluster (host:port or auto); default: a local Ray.", rich_help_panel=_CLUSTER)
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(help="Sandbox slots of the local Ray (rollouts at once).", rich_help_panel=_CLUSTER)
+    ] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="Where run directories live.", rich_help_panel=_OUT)] = None,
+    run_id: Annotated[
+        str | None, typer.Option(help="Run id (default: suite, model and a hash of the settings).", rich_help_panel=_OUT)
+    ] = None,
+) -> None:
+    """Run N rollouts per task, verify, select and report; the same command on the same run resumes it."""
+    from rich.console import Console
+
+    from agentbon.config import load_config
+    from agentbon.errors import ConfigError
+    from agentbon.orchestrate import default_run_id, run_batch
+    from agentbon.progress import make_display
+    from agentbon.tasks import load_suite
+
+    console = Console(stderr=False)
+    model_direct = {k: v for k, v in {"endpoint": endpoint, "name": model, "launcher": launcher}.items() if v is not None}
+    try:
+        config = load_config(
+            config_files, overrides, n=n, ray_address=ray_address, concurrency=concurrency,
+            run_dir=str(run_dir) if run_dir else None, run_id=run_id, model=model_direct or None,
+        )
+    except ConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
+    tasks, errors = load_suite(suite)
+    for error in errors:
+        typer.echo(f"task error: {error}", err=True)
+    if not tasks:
+        typer.echo(f"error: {suite}: no valid tasks", err=True)
+        raise typer.Exit(2)
+    config = config.model_copy(update={"run_id": config.run_id or default_run_id(str(suite), config)})
+    console.print(f"run {config.run_id}: {len(tasks)} tasks x {config.n} -> {Path(config.run_dir) / config.run_id}")
+    display = make_display(config.run_id, console)
+    try:
+        with display:
+            result = run_batch(tasks, config, suite=str(suite), factories=make_factories(), emit=display)
+    except ConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
+    except KeyboardInterrupt:  # before or after the driver loop (which handles its own): nothing half-recorded
+        typer.echo("interrupted; run the same command to resume", err=True)
+        raise typer.Exit(130) from None
+    _finish(console, result)
+
+
+def _finish(console: Any, result: Any) -> None:
+    saved = result.saved
+    console.print(
+        f"{result.planned} rollouts planned, {result.already_done} already done before this run; "
+        f"wall {result.wall_s:.1f}s; run dir {result.path}"
+    )
+    if saved.rollouts_not_run:
+        console.print(
+            f"early stop: {len(set(saved.tasks))} tasks passed early; {saved.rollouts_not_run} rollouts not run "
+            f"({len(saved.skipped)} never started, {len(saved.cancelled)} cancelled), "
+            f"~{saved.sandbox_s:.0f} sandbox-seconds saved"
+        )
+    if result.interrupted:
+        console.print("[yellow]interrupted[/]: sandboxes removed, store consistent; run the same command to resume")
+        raise typer.Exit(130)
+    if result.report is not None:
+        from agentbon.report.terminal import print_summary
+
+        print_summary(result.report, console)
+        console.print(f"reports: {result.path / 'report.md'}, {result.path / 'report.html'}")
+    elif result.report_error:
+        console.print(f"[red]report failed[/]: {result.report_error}; rerun `agentbon report {result.path}`")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app (filled in by the run work)."""
+    """Add ``agentbon run``."""
+    app.command("run", rich_help_panel="Run")(run)

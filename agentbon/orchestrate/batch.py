@@ -63,7 +63,9 @@ class RunResult:
     saved: Saved = field(default_factory=Saved)
     interrupted: bool = False
     wall_s: float = 0.0
-    report: str | None = None
+    report: dict | None = None
+    """The run's summary (``summary.json``), when the report was written."""
+    report_error: str | None = None
 
 
 def run_batch(
@@ -96,7 +98,10 @@ def run_batch(
         result.wall_s = time.time() - t0
         store.append("end", interrupted=result.interrupted, wall_s=round(result.wall_s, 2))
     if not result.interrupted:
-        result.report = factories.report(store)
+        try:
+            result.report = factories.report(store)
+        except Exception as e:  # the run is recorded; the report can be redone with `agentbon report`
+            result.report_error = f"{type(e).__name__}: {e}"
     return result
 
 

@@ -84,14 +84,15 @@ class ModelService:
             self._server = None
 
 
-def default_report(store: RunStore) -> str | None:
-    """Write summary.json / report.md / report.html; return the text to print (None when no report module)."""
+def default_report(store: RunStore) -> dict | None:
+    """Write ``summary.json``, ``report.md`` and ``report.html``; return the summary (None without a report module)."""
     try:
-        from agentbon.report import write_reports
+        from agentbon.report import build_summary, write_reports
     except ImportError:
         return None
-    out = write_reports(store)
-    return out if isinstance(out, str) else None
+    summary = build_summary(store)
+    write_reports(store, summary)
+    return summary
 
 
 @dataclass(frozen=True)
@@ -105,4 +106,5 @@ class Factories:
     selector: Callable[[str, RunConfig], Any] = default_selector
     server: Callable[[ModelConfig], Any] = ModelService
     """Driver side: a ``ModelService``-like object that makes sure of one endpoint (workers never start servers)."""
-    report: Callable[[RunStore], str | None] = default_report
+    report: Callable[[RunStore], dict | None] = default_report
+    """Writes the reports at the end of a run and returns the summary to print."""

@@ -1,0 +1,57 @@
+"""`agentbon run` through the CLI, with the one factory seam patched to fakes (session Ray)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from orch_support import fakes, make_tasks
+from typer.testing import CliRunner
+
+from agentbon.cli import app
+from agentbon.store import RunStore
+
+
+def write_suite(tmp_path: Path, ids: list[str]) -> Path:
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(t.model_dump_json() + "\n" for t in make_tasks(tmp_path, ids)))
+    return suite
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, ["run", *args], catch_exceptions=False)
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("ray_session")
+def test_run_then_same_command_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("agentbon.cli.run.make_factories", lambda: fakes(tmp_path, {"a/1": "FIX"}))
+    suite = write_suite(tmp_path, ["a", "b"])
+    args = [str(suite), "-n", "2", "--run-dir", str(tmp_path / "runs"), "--model", "fake",
+            "-c", "select.selectors=[first, oracle]"]
+    first = invoke(*args)
+    assert first.exit_code == 0, first.output
+    assert "4 rollouts planned, 0 already done" in first.output
+    assert "plan: 2 tasks x 2" in first.output  # plain progress lines: the runner's stdout is not a terminal
+    run_dirs = list((tmp_path / "runs").iterdir())
+    assert len(run_dirs) == 1 and run_dirs[0].name.startswith("suite-fake-")
+    store = RunStore(run_dirs[0])
+    assert store.config()["n"] == 2 and store.config()["select"]["selectors"] == ["first", "oracle"]
+    assert store.verdicts("grade")["a/1"].status == "pass"
+    again = invoke(*args)
+    assert again.exit_code == 0 and "0 rollouts planned, 4 already done" in again.output
+    assert sum(store.rollout_counts().values()) == 4
+
+
+def test_bad_override_names_the_key(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, ["a"])
+    result = CliRunner().invoke(app, ["run", str(suite), "-c", "verify.concurrency=lots"])
+    assert result.exit_code == 2
+    assert "verify.concurrency" in result.output
+
+
+def test_suite_without_valid_tasks_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"task_id": "x"}\n')
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "bad.jsonl"), "--run-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 2
+    assert "no valid tasks" in result.output and "task error" in result.output
