@@ -1,0 +1,107 @@
+"""Fault classification, early-stop bookkeeping, the in-worker deadline and the progress state (no Ray)."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import pytest
+from ray import exceptions as rex
+
+from agentbon.config import RunConfig
+from agentbon.errors import RolloutDeadline, SandboxGone, ServerFailure
+from agentbon.orchestrate.deadline import Watchdog
+from agentbon.orchestrate.early_stop import should_stop, stop_task
+from agentbon.orchestrate.faults import RetryBudget, classify
+from agentbon.orchestrate.state import TaskBook, Unit, VerdictCache
+from agentbon.progress import PlainDisplay, ProgressState
+from agentbon.types import RepoSource, Rollout, RolloutSpec, Task, TestSet, Verdict
+
+
+def task(migration: bool = True) -> Task:
+    return Task(task_id="m", problem_statement="p", repo=RepoSource(url="/x", base_commit="HEAD"),
+                grade=TestSet(command="true"), evidence_is_grade=migration)
+
+
+def spec(i: int) -> RolloutSpec:
+    return RolloutSpec(run_id="r", task_id="m", index=i, seed=i, model="x")
+
+
+def test_classify_infra_model_and_ray_failures() -> None:
+    assert classify(SandboxGone("gone")).infra
+    assert classify(ServerFailure("down")).server
+    assert not classify(ValueError("bad reply")).infra
+    assert classify(rex.WorkerCrashedError()).infra and classify(rex.WorkerCrashedError()).kind == "WorkerCrashedError"
+    assert classify(rex.NodeDiedError("n")).infra
+    assert RetryBudget(2).allows(2) and not RetryBudget(2).allows(3)
+
+
+def test_early_stop_skips_queued_cancels_running_and_estimates_savings() -> None:
+    book = TaskBook(task(), queued=deque([spec(3), spec(4)]))
+    running = Unit("rollout", "m", spec=spec(1), started_at=100.0)
+    waiting = Unit("rollout", "m", spec=spec(2))  # submitted, still queued inside Ray
+    inflight = {"r1": running, "r2": waiting, "v": Unit("verify", "m", rollout=Rollout(run_id="r", task_id="m", index=0, status="submitted"))}
+    v = Verdict(run_id="r", task_id="m", rollout_id="m/0", role="grade", status="pass")
+    assert should_stop(book, v, RunConfig())
+    event = stop_task(book, inflight, sandbox_s=[10.0, 30.0], now=104.0)
+    assert event["skipped"] == ["m/2", "m/3", "m/4"] and event["cancelled"] == ["m/1"]
+    assert event["est_sandbox_s_saved"] == pytest.approx(3 * 20.0 + 16.0)
+    assert running.cancel == waiting.cancel == "early_stop" and inflight["v"].cancel is None
+    assert not book.queued and book.stopped and not should_stop(book, v, RunConfig())
+    assert not should_stop(TaskBook(task(migration=False)), v, RunConfig())
+
+
+def test_verdict_cache_shares_by_patch_but_never_infra_errors() -> None:
+    cache = VerdictCache()
+    a = Rollout(run_id="r", task_id="m", index=0, status="submitted", patch="+x\n")
+    b = a.model_copy(update={"index": 1})
+    cache.learn(a, Verdict(run_id="r", task_id="m", rollout_id="m/0", role="grade", status="fail", reason="no"))
+    assert cache.lookup(b, ["grade", "evidence"]) is None
+    shared = cache.lookup(b, ["grade"])
+    assert shared and shared[0].rollout_id == "m/1" and "same patch as m/0" in shared[0].reason
+    cache.learn(a, Verdict(run_id="r", task_id="m", rollout_id="m/0", role="evidence", status="infra_error"))
+    assert cache.lookup(b, ["evidence"]) is None
+
+
+def test_watchdog_interrupts_python_and_closes_the_sandbox() -> None:
+    class Box:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    box = Box()
+    t0 = time.time()
+    with pytest.raises(RolloutDeadline):
+        with Watchdog(0.2) as dog:
+            dog.guard(box)
+            while time.time() - t0 < 5:
+                time.sleep(0.01)
+    assert box.closed and dog.fired and time.time() - t0 < 2
+
+
+def test_watchdog_disarmed_in_time_never_fires() -> None:
+    with Watchdog(0.2) as dog:
+        pass
+    time.sleep(0.4)
+    assert not dog.fired
+
+
+def test_progress_state_and_plain_lines() -> None:
+    import io
+
+    out = io.StringIO()
+    display = PlainDisplay(ProgressState("r"), out=out, every_s=0)
+    display("plan", tasks=2, n=2, planned=4, finished=0, verify=0, skipped=0)
+    display("started", unit="rollout", rollout_id="m/0")
+    display("tokens", n=100)
+    r = Rollout(run_id="r", task_id="m", index=0, status="submitted")
+    display("rollout", rollout=r)
+    display("verdict", verdict=Verdict(run_id="r", task_id="m", rollout_id="m/0", role="grade", status="pass"))
+    display("infra", unit="rollout", rollout_id="m/1", error="SandboxGone", message="gone")
+    s = display.state
+    assert (s.rollouts_done, s.verified, s.infra_errors, s.tokens, len(s.passed)) == (1, 1, 1, 100, 1)
+    assert not s.running["rollout"] and s.eta_s is not None
+    text = out.getvalue()
+    assert "plan: 2 tasks x 2" in text and "rollout m/0: submitted" in text and "infra error on rollout m/1" in text
+    assert "coverage 1/2 tasks (50%)" in text

@@ -1,0 +1,55 @@
+"""The run store: append-only events, torn tails, the driver lock, duplicate counting."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentbon.errors import ConfigError
+from agentbon.store import RunStore
+from agentbon.types import Rollout
+
+
+def test_torn_last_line_is_ignored_then_cut_off(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "run")
+    store.save_rollout(Rollout(run_id="run", task_id="a", index=0, status="submitted"))
+    with open(store.path / "events.jsonl", "a") as f:
+        f.write('{"type": "rollout", "record": {"task_id": "a", "ind')  # the driver died mid-write
+    assert list(store.rollouts()) == ["a/0"]
+    store.save_rollout(Rollout(run_id="run", task_id="a", index=1, status="submitted"))
+    assert list(store.rollouts()) == ["a/0", "a/1"]
+    assert all(line.endswith("}") for line in (store.path / "events.jsonl").read_text().splitlines())
+
+
+def test_rollout_counts_ignore_infra_attempts(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "run")
+    store.save_rollout(Rollout(run_id="run", task_id="a", index=0, status="infra_error"))
+    store.save_rollout(Rollout(run_id="run", task_id="a", index=0, status="submitted", attempt=2))
+    store.save_rollout(Rollout(run_id="run", task_id="a", index=1, status="submitted"))
+    store.save_rollout(Rollout(run_id="run", task_id="a", index=1, status="submitted"))
+    assert store.rollout_counts() == {"a/0": 1, "a/1": 2}
+    assert store.rollouts()["a/0"].attempt == 2
+
+
+def test_logs_and_events_of(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "run")
+    store.append("infra", rollout_id="a/0", error="SandboxGone")
+    store.append("start", n=2)
+    assert [e["error"] for e in store.events_of("infra")] == ["SandboxGone"]
+    assert store.save_log("a/0", "rollout-attempt1.txt", "tb").read_text() == "tb"
+
+
+def test_a_second_driver_on_the_same_run_is_refused(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "run")
+    with store.lock():
+        with pytest.raises(ConfigError, match="in use by another agentbon process"):
+            with RunStore(tmp_path / "run").lock():
+                pass
+    # A holder killed with -9 leaves no stale lock behind.
+    code = f"import os; from agentbon.store import RunStore\nwith RunStore({str(store.path)!r}).lock(): os.kill(os.getpid(), 9)"
+    subprocess.run([sys.executable, "-c", code])
+    with store.lock():
+        pass
