@@ -1,0 +1,86 @@
+"""The reaper against the real engine: leftovers go by label, on exit, at interpreter exit, and on `agentbon cleanup`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import uuid
+
+import pytest
+from typer.testing import CliRunner
+
+from agentbon.cli import app
+from agentbon.sandbox import Reaper, reap
+
+pytestmark = pytest.mark.docker
+
+
+def _count(engine, run_id: str) -> int:
+    return len(engine.containers.list(all=True, filters={"label": [f"agentbon.run_id={run_id}"]}))
+
+
+def _run_id() -> str:
+    return f"reaptest-{uuid.uuid4().hex[:8]}"
+
+
+def test_reap_removes_only_the_runs_leftovers(backend, tiny_task, engine):
+    mine, other = _run_id(), _run_id()
+    backend.open(tiny_task, {"run_id": mine, "rollout_id": "tiny/0"})
+    backend.open(tiny_task, {"run_id": mine, "rollout_id": "tiny/1"})
+    kept = backend.open(tiny_task, {"run_id": other})
+    try:
+        assert backend.reap({"run_id": mine}) == 2
+        assert _count(engine, mine) == 0 and _count(engine, other) == 1
+        assert kept.alive()
+    finally:
+        kept.close()
+
+
+def test_reaper_context_sweeps_on_entry_and_exit(backend, tiny_task, engine):
+    run_id = _run_id()
+    backend.open(tiny_task, {"run_id": run_id})  # a crashed earlier attempt's leftover
+    with Reaper(backend, {"run_id": run_id}) as reaper:
+        assert reaper.removed == 1
+        backend.open(tiny_task, {"run_id": run_id})  # never closed by its user
+    assert reaper.removed == 2 and _count(engine, run_id) == 0
+
+
+def test_leftovers_are_removed_at_interpreter_exit(backend, tiny_task, engine):
+    run_id = _run_id()
+    script = textwrap.dedent(
+        f"""
+        from agentbon.config import SandboxConfig
+        from agentbon.sandbox import DockerBackend, Reaper
+        from agentbon.types import Task
+        task = Task.model_validate_json({tiny_task.model_dump_json()!r})
+        backend = DockerBackend(SandboxConfig())
+        Reaper(backend, {{"run_id": {run_id!r}}}).__enter__()  # never exited: atexit must sweep
+        box = backend.open(task, {{"run_id": {run_id!r}}})
+        print(box.exec("echo up").output, end="")
+        raise SystemExit(3)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3 and proc.stdout == "up\n", proc.stderr
+    assert _count(engine, run_id) == 0
+
+
+def test_cleanup_command_reports_how_many(backend, tiny_task, engine):
+    run_id = _run_id()
+    backend.open(tiny_task, {"run_id": run_id})
+    result = CliRunner().invoke(app, ["cleanup", "--run-id", run_id])
+    assert result.exit_code == 0 and f"removed 1 sandbox(es) of run {run_id}" in result.output
+    assert _count(engine, run_id) == 0
+    again = CliRunner().invoke(app, ["sandbox", "cleanup", "--run-id", run_id])
+    assert again.exit_code == 0 and "removed 0 sandbox(es)" in again.output
+
+
+def test_reap_function_covers_both_backends(backend, tiny_task, engine, tmp_path):
+    from agentbon.config import SandboxConfig
+    from agentbon.sandbox import ProcessBackend
+
+    run_id = _run_id()
+    backend.open(tiny_task, {"run_id": run_id})
+    ProcessBackend(SandboxConfig(backend="process"), cache_dir=tmp_path).open(tiny_task, {"run_id": run_id})
+    assert reap({"run_id": run_id}) == 2
