@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from html import escape
@@ -151,10 +152,12 @@ def heatmap(title: str, rows: list[tuple[str, str]], colors: dict[str, str], leg
         y = 30 + r * row_h
         if row_h >= 9:
             body.append(f'<text x="{label_w - 6}" y="{y + row_h - 3:.1f}" text-anchor="end">{escape(label)}</text>')
-        for c, code in enumerate(codes):
+        # One rect per run of equal cells: 400 tasks × 256 rollouts stays a few hundred KB, not 10 MB.
+        for code, run in itertools.groupby(enumerate(codes), key=lambda ic: ic[1]):
+            columns = [c for c, _ in run]
             body.append(
-                f'<rect x="{label_w + c * cell:.1f}" y="{y:.1f}" width="{cell - 1:.1f}" height="{row_h - 1:.1f}" '
-                f'fill="{colors.get(code, "#ffffff")}"/>'
+                f'<rect x="{label_w + columns[0] * cell:.1f}" y="{y:.1f}" width="{len(columns) * cell - 1:.1f}" '
+                f'height="{row_h - 1:.1f}" fill="{colors.get(code, "#ffffff")}"/>'
             )
     x = label_w
     for code, name in legend.items():
