@@ -157,3 +157,17 @@ def test_coverage_curve_and_derived_quantities():
 def test_mismatched_shapes_are_named():
     with pytest.raises(ValueError, match="same 1-D or 2-D shape"):
         selected_at_k(np.zeros(3), np.zeros(4), 1)
+
+
+def test_minus_infinity_scores_next_to_invalid_samples_match_enumeration():
+    rng = np.random.default_rng(21)
+    for _ in range(20):
+        scores = rng.choice([-np.inf, 0.0, 1.0, np.inf], size=7)
+        y = rng.integers(0, 2, 7).astype(float)
+        valid = rng.random(7) > 0.3
+        if not valid.any():
+            continue
+        got = selected_at_k(scores[None, :], y[None, :], list(range(1, 8)), valid=valid[None, :])[0]
+        vs, vy = scores[valid].tolist(), y[valid].tolist()
+        want = [brute_selected(vs, vy, min(k, len(vs))) for k in range(1, 8)]
+        np.testing.assert_allclose(got, want, atol=1e-12)
