@@ -1,0 +1,52 @@
+"""Selectors: rank a task's candidates and name a winner with the reason (protocols.Selector).
+
+``make_selector(name, config, critic=..., model=..., store=...)`` builds one by name. Selectors that
+use a critic take it as given, or build the configured one (``select.critic``: a trained classifier,
+the LLM judge through ``model``, or, with no training data, the explicitly named heuristic prior).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentbon.config import SelectConfig
+from agentbon.errors import ConfigError
+from agentbon.protocols import Critic, Selector
+from agentbon.select.base import INVALID_SCORE, invalid_reason
+from agentbon.select.selectors import (
+    CriticOnly,
+    Majority,
+    Oracle,
+    RandomChoice,
+    SoftBestOfN,
+    TestsOnly,
+    TestsThenCritic,
+)
+
+SELECTORS: dict[str, type] = {
+    cls.name: cls for cls in (TestsThenCritic, TestsOnly, CriticOnly, Majority, SoftBestOfN, RandomChoice, Oracle)
+}
+USES_CRITIC = {"tests-then-critic", "critic", "soft-bon"}
+
+
+def make_selector(
+    name: str,
+    config: SelectConfig | None = None,
+    *,
+    critic: Critic | None = None,
+    model: Any = None,
+    store: Any = None,
+    seed: int = 0,
+) -> Selector:
+    """A selector by name; critic-using ones get ``critic`` or the one ``config.critic`` names."""
+    config = config or SelectConfig()
+    if name not in SELECTORS:
+        raise ConfigError(f"unknown selector {name!r} (known: {', '.join(SELECTORS)})")
+    if name in USES_CRITIC and critic is None and config.critic != "none":
+        from agentbon.critic import make_critic
+
+        critic = make_critic(config.critic, path=config.critic_path, model=model, store=store)
+    return SELECTORS[name](critic=critic, seed=seed, temperature=config.soft_temperature)
+
+
+__all__ = ["INVALID_SCORE", "SELECTORS", "invalid_reason", "make_selector"]
