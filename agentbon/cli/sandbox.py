@@ -34,12 +34,18 @@ def base(
 
     if method not in ("auto", "dockerfile", "rootfs"):
         raise _fail(ValueError(f"--method {method!r}: expected auto, dockerfile or rootfs"))
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        typer.echo(line)
+
     try:
         started = time.monotonic()
-        tag = ensure_base_image(docker_client(), force=force, method=method, say=typer.echo)  # type: ignore[arg-type]
+        tag = ensure_base_image(docker_client(), force=force, method=method, say=say)  # type: ignore[arg-type]
     except AgentbonError as e:
         raise _fail(e) from e
-    typer.echo(f"{tag} ({time.monotonic() - started:.1f}s)")
+    typer.echo(f"{tag} ({'built' if said else 'cached'}, {time.monotonic() - started:.1f}s)")
 
 
 @sandbox_app.command("build")

@@ -114,29 +114,38 @@ def _build_rootfs(directory: Path, tag: str) -> None:
         raise ImageBuildError(f"build-rootfs.sh failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
 
 
+def build_base_image(
+    client: docker.DockerClient, tag: str, method: Method = "auto", say: Callable[[str], None] | None = None
+) -> float:
+    """Build the base recipe into ``tag`` now (no cache check); return the seconds it took."""
+    say = say or log.info
+    directory = recipe_dir()
+    chosen = os.environ.get("AGENTBON_BASE_METHOD") or (
+        choose_method(client, directory) if method == "auto" else method
+    )
+    say(f"building {tag} ({'Dockerfile' if chosen == 'dockerfile' else 'debootstrap + docker import'})")
+    started = time.monotonic()
+    if chosen == "dockerfile":
+        _build_dockerfile(client, directory, tag, say)
+    elif chosen == "rootfs":
+        _build_rootfs(directory, tag)
+    else:
+        raise ImageBuildError(f"AGENTBON_BASE_METHOD={chosen!r}: expected dockerfile or rootfs")
+    if not _has_image(client, tag):
+        raise ImageBuildError(f"base image build finished but {tag} is not in the engine")
+    elapsed = time.monotonic() - started
+    say(f"built {tag} in {elapsed:.1f}s")
+    return elapsed
+
+
 def ensure_base_image(
     client: docker.DockerClient, force: bool = False, method: Method = "auto", say: Callable[[str], None] | None = None
 ) -> str:
     """The base image's tag: reused when the engine has it, else built (Dockerfile or debootstrap import)."""
-    say = say or log.info
-    directory = recipe_dir()
-    tag = base_tag(directory)
+    tag = base_tag()
     if not force and _has_image(client, tag):
         return tag
     with file_lock("base-image"):
-        if not force and _has_image(client, tag):  # another process built it while we waited
-            return tag
-        env_method = os.environ.get("AGENTBON_BASE_METHOD")
-        chosen = env_method or (choose_method(client, directory) if method == "auto" else method)
-        say(f"building {tag} ({'Dockerfile' if chosen == 'dockerfile' else 'debootstrap + docker import'})")
-        started = time.monotonic()
-        if chosen == "dockerfile":
-            _build_dockerfile(client, directory, tag, say)
-        elif chosen == "rootfs":
-            _build_rootfs(directory, tag)
-        else:
-            raise ImageBuildError(f"AGENTBON_BASE_METHOD={chosen!r}: expected dockerfile or rootfs")
-        if not _has_image(client, tag):
-            raise ImageBuildError(f"base image build finished but {tag} is not in the engine")
-        say(f"built {tag} in {time.monotonic() - started:.1f}s")
+        if force or not _has_image(client, tag):  # another process may have built it while we waited
+            build_base_image(client, tag, method, say)
     return tag
