@@ -84,7 +84,8 @@ class VerdictCache:
     def learn(self, rollout: Rollout, verdict: Verdict) -> None:
         """Remember a decided verdict (infra errors are never shared)."""
         if self.enabled and verdict.status != "infra_error":
-            self.known[(rollout.task_id, patch_hash(rollout.patch), verdict.role)] = verdict
+            # The first verdict stays the source: shared copies never become sources themselves.
+            self.known.setdefault((rollout.task_id, patch_hash(rollout.patch), verdict.role), verdict)
 
     def lookup(self, rollout: Rollout, roles: list[Role]) -> list[Verdict] | None:
         """Copies of known verdicts for this rollout in every role, or None when any role is unknown."""

@@ -1,0 +1,62 @@
+"""A two-node Ray cluster on this machine; the worker node is killed mid-run (for test_multi_node.py).
+
+Usage: python two_node.py ROOT. The head and a worker node each declare 2 sandbox slots; once four
+sandboxes are live (so the worker node runs two rollouts) the worker node is removed without grace.
+Prints one JSON line: the worker's node id and the run's infra events.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from orch_support import config, fakes, make_tasks  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from agentbon.orchestrate import run_batch  # noqa: E402
+from agentbon.store import RunStore  # noqa: E402
+from agentbon.testing import FakeBackend  # noqa: E402
+
+
+def main() -> None:
+    root = Path(sys.argv[1])
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "resources": {"agentbon_sandbox": 2, "agentbon_verify": 2}, "include_dashboard": False},
+    )
+    worker = cluster.add_node(num_cpus=1, resources={"agentbon_sandbox": 2})
+    cluster.wait_for_nodes()
+    killed: dict[str, float] = {}
+
+    def kill_worker_mid_run() -> None:
+        backend = FakeBackend(root=root / "sandboxes")
+        deadline = time.time() + 300
+        while len(backend.live()) < 4 and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        cluster.remove_node(worker, allow_graceful=False)
+        killed["at"] = time.time()
+
+    threading.Thread(target=kill_worker_mid_run, daemon=True).start()
+    tasks = make_tasks(root, ["a", "b", "c"])
+    cfg = config(root, n=4, run_id="r", ray_address=cluster.address)
+    result = run_batch(tasks, cfg, factories=fakes(root, {"b/1": "FIX sleep:3"}, default="nope sleep:3"))
+    store = RunStore(result.path)
+    print(json.dumps({
+        "worker": worker.node_id, "killed": "at" in killed, "interrupted": result.interrupted,
+        "infra": store.events_of("infra"), "counts": store.rollout_counts(),
+        "statuses": sorted({r.status for r in store.rollouts().values()}),
+    }), flush=True)
+    import ray
+
+    ray.shutdown()  # run_batch joined this cluster and leaves it running: disconnect before tearing it down
+    cluster.shutdown()
+
+
+if __name__ == "__main__":
+    main()
