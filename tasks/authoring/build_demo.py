@@ -23,6 +23,11 @@ from pathlib import Path
 
 import yaml
 
+
+class BuildError(Exception):
+    """A recipe that does not make a sound task (the message says why)."""
+
+
 HERE = Path(__file__).resolve().parent
 SUITE = HERE.parent / "demo"
 
@@ -33,7 +38,7 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
     base.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, **(env or {})})
     done = subprocess.run(["git", *args], cwd=repo, env=base, capture_output=True, text=True)
     if done.returncode:
-        sys.exit(f"git {' '.join(args)} failed in {repo}:\n{done.stderr}")
+        raise BuildError(f"git {' '.join(args)} failed in {repo}:\n{done.stderr}")
     return done.stdout
 
 
@@ -47,7 +52,7 @@ def overlay(src: Path, dest: Path) -> None:
 
 
 def _pytest(repo: Path, *args: str) -> str:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     env.pop("PYTEST_ADDOPTS", None)
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args, "tests"]
     return subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True).stdout
@@ -58,7 +63,7 @@ def run_tests(repo: Path) -> dict[str, str]:
     collected = [line for line in _pytest(repo, "--collect-only", "-q").splitlines() if "::" in line]
     passed = {line[len("PASSED ") :] for line in _pytest(repo, "-rA", "-q").splitlines() if line.startswith("PASSED ")}
     if not collected:
-        sys.exit(f"no tests collected in {repo}")
+        raise BuildError(f"no tests collected in {repo}")
     return {test: "PASSED" if test in passed else "FAILED" for test in collected}
 
 
@@ -83,6 +88,28 @@ def _dump_yaml(data: dict) -> str:
     return yaml.dump(data, Dumper=Dumper, sort_keys=False, width=120, allow_unicode=True)
 
 
+def make_history(recipe_dir: Path, repo: Path) -> str:
+    """Commit the recipe's history into the empty folder ``repo``; the base commit's sha."""
+    recipe = yaml.safe_load((recipe_dir / "recipe.yaml").read_text())
+    git(repo, "init", "-q", "-b", "main")
+    for n, commit in enumerate(recipe["commits"], start=1):
+        overlay(recipe_dir / "commits" / str(n), repo)
+        for gone in commit.get("delete", []):
+            (repo / gone).unlink()
+        name, email = re.fullmatch(r"(.+) <(.+)>", commit["author"]).groups()
+        when = str(commit["date"])
+        who = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": when}
+        who |= {"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": when}
+        git(repo, "add", "-A")
+        git(repo, "-c", "commit.gpgsign=false", "commit", "-q", "-m", commit["message"].strip(), env=who)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def make_patches(recipe_dir: Path, repo: Path, base: str) -> tuple[str, str]:
+    """The hidden-test patch and the gold patch, both against ``base``."""
+    return diff_of(repo, recipe_dir / "hidden", base), diff_of(repo, recipe_dir / "gold", base)
+
+
 def build(recipe_dir: Path, out_root: Path = SUITE) -> str:
     """Build one task folder from its recipe; the base commit's sha."""
     recipe = yaml.safe_load((recipe_dir / "recipe.yaml").read_text())
@@ -91,24 +118,11 @@ def build(recipe_dir: Path, out_root: Path = SUITE) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
         repo.mkdir()
-        git(repo, "init", "-q", "-b", "main")
-        for n, commit in enumerate(recipe["commits"], start=1):
-            overlay(recipe_dir / "commits" / str(n), repo)
-            for gone in commit.get("delete", []):
-                (repo / gone).unlink()
-            name, email = re.fullmatch(r"(.+) <(.+)>", commit["author"]).groups()
-            when = str(commit["date"])
-            who = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": when}
-            who |= {"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": when}
-            git(repo, "add", "-A")
-            git(repo, "-c", "commit.gpgsign=false", "commit", "-q", "-m", commit["message"].strip(), env=who)
-        base = git(repo, "rev-parse", "HEAD").strip()
-
+        base = make_history(recipe_dir, repo)
         visible = run_tests(repo)
         if any(v != "PASSED" for v in visible.values()):
-            sys.exit(f"{task_id}: visible tests must pass at base: {visible}")
-        test_patch = diff_of(repo, recipe_dir / "hidden", base)
-        gold_patch = diff_of(repo, recipe_dir / "gold", base)
+            raise BuildError(f"{task_id}: visible tests must pass at base: {visible}")
+        test_patch, gold_patch = make_patches(recipe_dir, repo, base)
         overlay(recipe_dir / "hidden", repo)
         before = run_tests(repo)
         overlay(recipe_dir / "gold", repo)
@@ -116,11 +130,11 @@ def build(recipe_dir: Path, out_root: Path = SUITE) -> str:
         git(repo, "reset", "-q", "--hard", base)
         git(repo, "clean", "-q", "-fdx")
         if any(v != "PASSED" for v in after.values()):
-            sys.exit(f"{task_id}: every test must pass with the fix: {after}")
+            raise BuildError(f"{task_id}: every test must pass with the fix: {after}")
         fail_to_pass = [t for t in after if before.get(t) != "PASSED"]
         pass_to_pass = [t for t in after if before.get(t) == "PASSED"]
         if not fail_to_pass or set(visible) - set(pass_to_pass):
-            sys.exit(f"{task_id}: need hidden tests failing at base and every visible test kept: {before}")
+            raise BuildError(f"{task_id}: need hidden tests failing at base and every visible test kept: {before}")
 
         out.mkdir(parents=True, exist_ok=True)
         for stale in out.glob("*"):
@@ -158,4 +172,7 @@ def main(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except BuildError as err:
+        sys.exit(str(err))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-UNITS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+_NAMES = {1: ("s", "sec", "second"), 60: ("m", "min", "minute"), 3600: ("h", "hour"), 86400: ("d", "day")}
+UNITS = {name: seconds for seconds, names in _NAMES.items() for name in names}
+"""Seconds per time unit, by every name the unit goes by."""
 _RATE = re.compile(r"(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*([a-z]+)")
 
 

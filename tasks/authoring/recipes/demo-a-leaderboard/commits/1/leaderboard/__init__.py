@@ -1,0 +1,6 @@
+"""League tables from round results."""
+
+from leaderboard.ranking import Standing, rank, top
+from leaderboard.scores import Result, parse_results, totals
+
+__all__ = ["Result", "Standing", "parse_results", "rank", "top", "totals"]
