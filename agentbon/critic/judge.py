@@ -1,0 +1,127 @@
+"""The LLM judge: asks a model whether a patch resolves the issue; p(YES) from top logprobs where given.
+
+The prompt template lives in ``verifiers/critic/judge.md`` (placeholders ``{problem}``, ``{patch}``,
+``{evidence}``, ``{trajectory}``, filled in one pass so text inside a patch is never re-substituted).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agentbon.protocols import ChatResponse, Model
+from agentbon.types import Rollout, Task, Verdict
+
+_SLOT = re.compile(r"\{(problem|patch|evidence|trajectory)\}")
+YES, NO = ("YES", "Y"), ("NO", "N")
+
+
+def default_template() -> str:
+    from agentbon.verify import verifiers_dir
+
+    return (verifiers_dir() / "critic" / "judge.md").read_text()
+
+
+def fill(template: str, values: dict[str, str]) -> str:
+    """The template with each placeholder replaced once."""
+    return _SLOT.sub(lambda m: values[m.group(1)], template)
+
+
+def trim_trajectory(messages: list[dict[str, Any]], budget: int = 3000, per_message: int = 600) -> str:
+    """The last messages of a trajectory (the system prompt and first user turn repeat the problem), capped."""
+    parts: list[str] = []
+    used = 0
+    for msg in reversed(messages[2:] if len(messages) > 2 else messages):
+        text = str(msg.get("content") or "")
+        if len(text) > per_message:
+            text = text[: per_message // 2] + "\n[...]\n" + text[-per_message // 2 :]
+        piece = f"[{msg.get('role', '?')}] {text}"
+        if used + len(piece) > budget:
+            break
+        parts.append(piece)
+        used += len(piece)
+    return "\n\n".join(reversed(parts)) or "(no trajectory recorded)"
+
+
+def p_yes(response: ChatResponse) -> tuple[float, str]:
+    """p(YES) from the top logprobs of the first answer token; a parsed answer where logprobs are absent."""
+    for step in (response.logprobs or [])[:5]:
+        yes = no = 0.0
+        for cand in step.get("top_logprobs") or [{"token": step.get("token"), "logprob": step.get("logprob")}]:
+            token = str(cand.get("token") or "").strip().strip("*").upper()
+            if cand.get("logprob") is None:
+                continue
+            if token in YES:
+                yes += math.exp(cand["logprob"])
+            elif token in NO:
+                no += math.exp(cand["logprob"])
+        if yes or no:
+            if yes and no:
+                return yes / (yes + no), "logprobs"
+            return (min(yes, 1.0), "logprobs") if yes else (max(1.0 - no, 0.0), "logprobs")
+    words = re.findall(r"[A-Za-z]+", response.content.upper())
+    if words and words[0] in YES:
+        return 1.0, "parsed"
+    if words and words[0] in NO:
+        return 0.0, "parsed"
+    return 0.5, "unparsed"
+
+
+class LLMJudge:
+    """protocols.Critic asking a model (local server, vLLM) for a YES/NO verdict on each patch."""
+
+    name = "judge"
+
+    def __init__(
+        self,
+        model: Model,
+        template: str | None = None,
+        trajectories: Callable[[str], list[dict[str, Any]]] | None = None,
+        max_patch_chars: int = 6000,
+    ):
+        self.model = model
+        self.template = template or default_template()
+        self.trajectories = trajectories
+        self.max_patch_chars = max_patch_chars
+        self.sources: dict[str, int] = {}
+        """How many scores came from logprobs, a parsed answer, or neither."""
+
+    @classmethod
+    def from_store(cls, model: Model, run_dir: str | Path, **kw: Any) -> LLMJudge:
+        from agentbon.store import RunStore
+
+        return cls(model, trajectories=RunStore(run_dir).trajectory, **kw)
+
+    def prompt(self, task: Task, rollout: Rollout, evidence: Verdict | None) -> str:
+        patch = (
+            rollout.patch
+            if len(rollout.patch) <= self.max_patch_chars
+            else rollout.patch[: self.max_patch_chars] + "\n[... patch cut ...]"
+        )
+        if evidence is None or evidence.status == "undecided":
+            ev = "No visible tests were run."
+        else:
+            ev = f"{evidence.status}: {evidence.reason}\n" + json.dumps(evidence.tests, indent=0)[:1500]
+        messages = self.trajectories(rollout.rollout_id) if self.trajectories else []
+        return fill(
+            self.template,
+            {
+                "problem": task.problem_statement[:6000],
+                "patch": patch or "(empty patch)",
+                "evidence": ev,
+                "trajectory": trim_trajectory(messages),
+            },
+        )
+
+    def score(self, task: Task, rollout: Rollout, evidence: Verdict | None) -> float:
+        if not rollout.patch.strip():
+            return 0.0
+        messages = [{"role": "user", "content": self.prompt(task, rollout, evidence)}]
+        response = self.model.chat(messages, seed=0, temperature=0.0, max_tokens=3, logprobs=True, top_logprobs=5)
+        p, source = p_yes(response)
+        self.sources[source] = self.sources.get(source, 0) + 1
+        return p
