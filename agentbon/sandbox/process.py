@@ -86,7 +86,12 @@ class ProcessSandbox:
         prefix = limits_prefix(parse_bytes(self.config.memory), limit + 5, self.config.pids)
         if self.config.network == "none":
             prefix += list(netns_prefix())
-        cwd = str(self._path(workdir)) if workdir else self.workdir
+        try:
+            cwd = str(self._path(workdir)) if workdir else self.workdir
+        except PermissionError as e:
+            return ExecResult(exit_code=126, output=f"{e}\n")
+        if not Path(cwd).is_dir():  # as docker exec answers: a failed command, not an exception
+            return ExecResult(exit_code=126, output=f"cannot chdir to {workdir}: no such directory\n")
         result, session = run_process(command, limit, cwd, self._env, prefix, self.config.output_limit)
         self._sessions.add(session)
         return result

@@ -7,6 +7,8 @@ remotes, reflog expired, nothing unreachable. An agent running ``git log --all``
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import shutil
 import tempfile
@@ -15,6 +17,7 @@ from pathlib import Path
 import git
 
 from agentbon.errors import TaskError
+from agentbon.sandbox.common import file_lock, slug
 
 FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
 BRANCH = "main"
@@ -39,10 +42,13 @@ def resolve_commit(source: str, ref: str) -> str | None:
     try:
         if path.is_dir():
             return git.Repo(path).commit(ref).hexsha
-        listing = git.Git().bundle("list-heads", str(path)) if path.is_file() else git.Git().ls_remote(source)
+        listing = str(git.Git().bundle("list-heads", str(path)) if path.is_file() else git.Git().ls_remote(source))
     except (git.GitCommandError, git.InvalidGitRepositoryError, ValueError, git.BadName) as e:
         raise TaskError(source, "repo.base_commit", f"cannot resolve {ref!r}: {e}") from e
-    heads = dict(reversed(line.split(None, 1)) for line in listing.splitlines() if line.strip())
+    heads = {}
+    for line in listing.splitlines():
+        if len(fields := line.split(None, 1)) == 2:
+            heads[fields[1]] = fields[0]
     for name in (ref, f"refs/heads/{ref}", f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}"):
         if name in heads:
             return heads[name]
@@ -60,23 +66,55 @@ def _commit_in(clone: git.Repo, source: str, ref: str) -> str:
     for name in dict.fromkeys([ref, ref.removeprefix("origin/")]):
         if sha := _find(clone, name):
             return sha
-    if FULL_SHA.fullmatch(ref) and _is_url(source):
-        try:  # a commit no branch names (servers such as GitHub serve reachable shas on request)
-            clone.git.fetch("--quiet", source, ref)
-        except git.GitCommandError:
-            pass
-        if sha := _find(clone, ref):
-            return sha
     raise TaskError(source, "repo.base_commit", f"commit {ref!r} not found in the repository")
+
+
+def mirror_dir(url: str) -> Path:
+    """Where the bare mirror of a remote repository is kept (``$AGENTBON_CACHE`` or ``~/.cache/agentbon``)."""
+    root = Path(os.environ.get("AGENTBON_CACHE") or Path.home() / ".cache" / "agentbon") / "mirrors"
+    name = slug(url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"), 40)
+    return root / f"{name}-{hashlib.sha256(url.encode()).hexdigest()[:12]}.git"
+
+
+def _local(source: str, ref: str) -> str:
+    """A local path to clone from: the source itself, or for a URL a cached bare mirror that has ``ref``.
+
+    Many tasks share a repository (a SWE-bench suite has hundreds per repository): it is downloaded once, and
+    fetched again only when a task needs a commit the mirror lacks.
+    """
+    if not _is_url(source):
+        return source
+    mirror = mirror_dir(source)
+    with file_lock(str(mirror)):
+        try:
+            if not mirror.exists():
+                partial = mirror.with_suffix(".partial")
+                shutil.rmtree(partial, ignore_errors=True)
+                partial.parent.mkdir(parents=True, exist_ok=True)
+                git.Repo.clone_from(source, partial, mirror=True, quiet=True).close()
+                partial.rename(mirror)
+            repo = git.Repo(mirror)
+            if _find(repo, ref) is None:
+                repo.git.fetch("--quiet", "origin")
+            if _find(repo, ref) is None and FULL_SHA.fullmatch(ref):
+                try:  # a commit no branch names (servers such as GitHub serve reachable shas on request)
+                    repo.git.fetch("--quiet", "origin", f"{ref}:refs/agentbon/fetched/{ref}")
+                except git.GitCommandError:
+                    pass  # reported as a missing commit below
+            repo.close()
+        except git.GitCommandError as e:
+            raise TaskError(source, "repo.url", f"cannot clone: {e.stderr.strip() or e}") from e
+    return str(mirror)
 
 
 def prepare_repo(source: str, ref: str, dest: Path) -> str:
     """Make ``dest`` a fresh repository at ``ref`` of ``source`` with a hygienic history; return the full sha."""
     _check_source(source)
     dest = Path(dest)
+    local = _local(source, ref)
     with tempfile.TemporaryDirectory(prefix="agentbon-clone-") as tmp:
         try:
-            clone = git.Repo.clone_from(source, Path(tmp) / "src", bare=True, quiet=True)
+            clone = git.Repo.clone_from(local, Path(tmp) / "src", bare=True, quiet=True)
         except git.GitCommandError as e:
             raise TaskError(source, "repo.url", f"cannot clone: {e.stderr.strip() or e}") from e
         sha = _commit_in(clone, source, ref)

@@ -27,6 +27,7 @@ def test_command_runs_in_the_repo_and_a_failure_is_data(box):
     failed = box.exec("echo to-stderr >&2; exit 3")
     assert (failed.exit_code, failed.timed_out, failed.output) == (3, False, "to-stderr\n")
     assert box.exec("pwd", workdir="pkg").output == "/repo/pkg\n"
+    assert box.exec("pwd", workdir="nope").exit_code == 126  # a missing workdir is a failed command too
 
 
 def test_container_has_labels_limits_and_no_network(box, engine, run_labels, sandbox_config):

@@ -97,3 +97,13 @@ def test_missing_prebuilt_image_is_an_image_build_error(engine, tiny_task, monke
     )
     with pytest.raises(ImageBuildError, match="agentbon/none:missing.*not in the engine"):
         task_image(engine, missing)
+
+
+def test_backend_ships_to_workers_without_its_client(engine, sandbox_config, tiny_task):
+    import pickle
+
+    backend = DockerBackend(sandbox_config, engine)
+    ref = backend.prepare(tiny_task)
+    copy = pickle.loads(pickle.dumps(backend))  # as Ray ships it to a worker
+    assert copy._client is None and copy.prepare(tiny_task) == ref  # memo travels, the client reconnects
+    assert copy.client.ping()

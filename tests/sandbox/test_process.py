@@ -57,6 +57,8 @@ def test_failed_command_timeout_and_output_cap(pbox):
     assert (failed.exit_code, failed.output, failed.timed_out) == (4, "oops\n", False)
     loop = pbox.exec("while :; do :; done", timeout=1)
     assert loop.timed_out and loop.exit_code == 124 and loop.duration_s < 10
+    assert pbox.exec("pwd", workdir="nope").exit_code == 126
+    assert pbox.exec("pwd", workdir="/etc").exit_code == 126
     flood = pbox.exec("seq 1 500000")
     assert flood.truncated and flood.output.startswith("1\n2\n") and flood.output.endswith("500000\n")
 

@@ -8,7 +8,7 @@ import pytest
 from sbx_repo import FUTURE_MARKER, git
 
 from agentbon.errors import TaskError
-from agentbon.sandbox.repo import prepare_repo, refs_of, resolve_commit
+from agentbon.sandbox.repo import mirror_dir, prepare_repo, refs_of, resolve_commit
 
 
 def _has_object(repo, sha) -> bool:
@@ -62,3 +62,24 @@ def test_unknown_commit_is_a_task_error_naming_the_field(tiny_repo, tmp_path):
 def test_missing_source_is_a_task_error_naming_the_url(tmp_path):
     with pytest.raises(TaskError, match="repo.url: no such file"):
         prepare_repo(str(tmp_path / "nowhere"), "main", tmp_path / "r")
+
+
+def test_remote_sources_are_mirrored_once_and_fetched_when_a_commit_is_missing(tiny_repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTBON_CACHE", str(tmp_path / "cache"))
+    upstream = tmp_path / "upstream"
+    git(tmp_path, "clone", "-q", "--bare", str(tiny_repo.path), str(upstream))
+    url = f"file://{upstream}"
+    assert prepare_repo(url, tiny_repo.base, tmp_path / "a") == tiny_repo.base
+    mirror = mirror_dir(url)
+    assert mirror.is_dir() and mirror.name.startswith("upstream-")
+    # upstream moves on; the mirror learns the new commit only when a task asks for it
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(upstream), str(work))
+    (work / "later.txt").write_text("later\n")
+    git(work, "add", "later.txt")
+    git(work, "commit", "-qm", "later")
+    git(work, "push", "-q", "origin", "HEAD:main")
+    later = git(work, "rev-parse", "HEAD")
+    assert prepare_repo(url, later, tmp_path / "b") == later
+    assert refs_of(tmp_path / "b") == ["refs/heads/main"] and (tmp_path / "b" / "later.txt").exists()
+    assert not _has_object(tmp_path / "b", tiny_repo.future)
