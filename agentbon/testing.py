@@ -294,7 +294,7 @@ class FakeVerifier:
 class FakeSelector:
     """Picks the first candidate whose evidence passed (the grade, for the ``oracle``), else the first one."""
 
-    def __init__(self, name: str, config: Any = None):
+    def __init__(self, name: str, config: Any = None, store: Any = None):
         self.name, self.oracle = name, name == "oracle"
 
     def select(self, task: Any, candidates: Sequence[Any]) -> Any:
@@ -332,3 +332,25 @@ class FakeService:
 def no_report(store: Any) -> None:
     """A ``Factories.report`` that writes nothing."""
     return None
+
+
+class TaskReply:
+    """A ScriptedModel reply chosen by task and step, so real agents can be scripted across Ray workers.
+
+    ``table`` maps a text found in the conversation's first user message (e.g. a phrase of the problem
+    statement) to the replies of steps 0, 1, ... (the last one repeats); other tasks get ``default``.
+    """
+
+    def __init__(self, table: dict[str, list[str]], default: list[str]):
+        self.table, self.default = {k: list(v) for k, v in table.items()}, list(default)
+
+    def __call__(self, messages: Sequence[dict[str, Any]]) -> str:
+        first = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"), "")
+        step = sum(1 for m in messages if m.get("role") == "assistant")
+        replies = next((r for key, r in self.table.items() if key in first), self.default)
+        return replies[min(step, len(replies) - 1)]
+
+
+def task_model(config: Any, table: dict[str, list[str]], default: list[str]) -> ScriptedModel:
+    """A ``Factories.model``: a ScriptedModel answering by task and step (use with functools.partial)."""
+    return ScriptedModel([TaskReply(table, default)], name="task-scripted", cycle=True)

@@ -59,7 +59,7 @@ class Driver(Outcomes):
         self.sandbox_s: list[float] = []
         self.retry = RetryBudget(config.infra_retries)
         self.saved = Saved()
-        self.selection = SelectionStage(config, factories.selector)
+        self.selection = SelectionStage(config, factories.selector, store)
         self.interrupted = False
         self.background: list[Any] = []
         """Fire-and-forget units (reapers) awaited at the end."""

@@ -48,11 +48,12 @@ def default_verifier(config: RunConfig) -> Verifier:
     return TestVerifier(default_backend(config.sandbox), verify, labels=labels, output_limit=config.sandbox.output_limit)
 
 
-def default_selector(name: str, config: RunConfig) -> Selector:
-    """A selector by name (``tests-then-critic``, ``oracle``, ...)."""
+def default_selector(name: str, config: RunConfig, store: RunStore | None = None) -> Selector:
+    """A selector by name (``tests-then-critic``, ``oracle``, ...); an LLM-judge critic talks to the run's endpoint."""
     from agentbon.select import make_selector
 
-    return make_selector(name, config.select)
+    model = default_model(config.model) if config.select.critic == "judge" and config.model.endpoint else None
+    return make_selector(name, config.select, model=model, store=store, seed=config.model.seed)
 
 
 class ModelService:
@@ -103,7 +104,8 @@ class Factories:
     agent: Callable[[AgentConfig], Any] = default_agent
     model: Callable[[ModelConfig], Any] = default_model
     verifier: Callable[[RunConfig], Any] = default_verifier
-    selector: Callable[[str, RunConfig], Any] = default_selector
+    selector: Callable[..., Any] = default_selector
+    """``selector(name, config, store)``."""
     server: Callable[[ModelConfig], Any] = ModelService
     """Driver side: a ``ModelService``-like object that makes sure of one endpoint (workers never start servers)."""
     report: Callable[[RunStore], dict | None] = default_report

@@ -18,15 +18,15 @@ from agentbon.types import Rollout, Selection, Task, Verdict
 class SelectionStage:
     """Builds each configured selector once and runs them all on a task's candidates."""
 
-    def __init__(self, config: RunConfig, factory: Any):
-        self.config = config
+    def __init__(self, config: RunConfig, factory: Any, store: Any = None):
+        self.config, self.store = config, store
         self._factory = factory
         self._selectors: dict[str, Any] = {}
         self.errors: list[dict[str, str]] = []
 
     def _selector(self, name: str) -> Any:
         if name not in self._selectors:
-            self._selectors[name] = self._factory(name, self.config)
+            self._selectors[name] = self._factory(name, self.config, self.store)
         return self._selectors[name]
 
     def preflight(self) -> None:

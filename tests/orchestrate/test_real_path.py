@@ -1,0 +1,62 @@
+"""The real path: Docker sandboxes, the bash agent, the test verifier, the selectors and the report, on demo
+tasks, with only the model scripted (the one factory seam). Markers: docker, ray."""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from pathlib import Path
+
+import pytest
+
+from agentbon.agent import SUBMIT_COMMAND
+from agentbon.config import load_config
+from agentbon.orchestrate import Factories, run_batch
+from agentbon.store import RunStore
+from agentbon.tasks import load_suite
+from agentbon.testing import FakeService, task_model
+
+pytestmark = [pytest.mark.docker, pytest.mark.ray, pytest.mark.usefixtures("ray_session")]
+DEMO = Path(__file__).resolve().parents[2] / "tasks" / "demo"
+
+
+def bash(command: str) -> str:
+    return f"THOUGHT: next.\n\n```bash\n{command}\n```\n"
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from agentbon.sandbox import docker_client
+
+    try:
+        return docker_client(timeout=10)
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no Docker engine: {e}")
+
+
+def test_real_components_end_to_end(tmp_path: Path, engine) -> None:
+    migration, _ = load_suite(DEMO / "demo-migrate-dateparse")
+    bugfix, _ = load_suite(DEMO / "demo-b-paginate")
+    tasks = migration + bugfix
+    fix = f"git apply <<'AGENTBON_EOF'\n{migration[0].gold_patch}\nAGENTBON_EOF"
+    model = functools.partial(
+        task_model, table={"dateparse": [bash(fix), bash(SUBMIT_COMMAND)]}, default=[bash(SUBMIT_COMMAND)]
+    )
+    factories = Factories(model=model, server=FakeService)
+    run_id = f"real-{uuid.uuid4().hex[:8]}"
+    cfg = load_config(overrides=[f"run_dir={tmp_path}", "agent.type=bash", "model.name=scripted"], n=2, run_id=run_id)
+    result = run_batch(tasks, cfg, factories=factories)
+    store = RunStore(result.path)
+    rollouts = store.rollouts()
+    grade = store.verdicts("grade")
+    mig = [r for r in rollouts.values() if r.task_id == "demo-migrate-dateparse"]
+    assert mig and all(r.status == "submitted" for r in mig)
+    assert any(grade[r.rollout_id].status == "pass" for r in mig)
+    assert {grade[f"demo-b-paginate/{i}"].status for i in range(2)} == {"fail"}
+    assert rollouts["demo-b-paginate/0"].isolation == "docker"
+    selected = {(s.task_id, s.selector): s.winner for s in store.selections()}
+    assert selected[("demo-migrate-dateparse", "tests-then-critic")] in {r.rollout_id for r in mig}
+    assert selected[("demo-migrate-dateparse", "oracle")] is not None
+    assert result.report is not None and (result.path / "summary.json").exists() and (result.path / "report.md").exists()
+    leftovers = engine.containers.list(all=True, filters={"label": f"agentbon.run={run_id}"})
+    assert [c for c in leftovers if c.labels.get("agentbon.run") == run_id] == []
