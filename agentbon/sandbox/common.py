@@ -28,8 +28,13 @@ GIT_IDENTITY = {
 """Set in every sandbox so agents can commit even in a prebuilt image without a git identity."""
 
 
+ALIASES = {"run": "run_id", "task": "task_id", "rollout": "rollout_id"}
+"""Short label keys callers may use; stored under the canonical ``agentbon.<key>_id`` names."""
+
+
 def _key(name: str) -> str:
-    return name if name.startswith(f"{LABEL}.") else f"{LABEL}.{name}"
+    bare = name.removeprefix(f"{LABEL}.")
+    return f"{LABEL}.{ALIASES.get(bare, bare)}"
 
 
 def container_labels(labels: dict[str, str] | None, task_id: str | None = None) -> dict[str, str]:

@@ -79,6 +79,9 @@ def _dockerfile(task: Task, base: str, sha: str, build_step: bool, build_args: l
         f'RUN test "$(git rev-parse HEAD)" = {sha} && (git update-index -q --refresh >/dev/null || true)',
     ]
     if build_step:
+        # The host's CA bundle comes in with the build files and build.sh deletes them when it ends, so no
+        # container ever trusts the network's TLS proxy. (The legacy builder has no secret mounts: the bundle,
+        # public certificates only, stays in that one intermediate layer's history, not in any filesystem.)
         lines += [f"ARG {name}" for name in build_args]
         lines += [f"COPY agentbon-build {BUILD_DIR}", f"RUN bash {BUILD_DIR}/build.sh"]
     return "\n".join(lines) + "\n"

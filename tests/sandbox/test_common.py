@@ -40,6 +40,21 @@ def test_labels_prefixed_and_filtered(monkeypatch):
     assert not matches(labels, {"run_id": "r2"}) and not matches({"agentbon.run_id": "r1"}, {"run_id": "r1"})
 
 
+def test_short_label_keys_are_canonical(monkeypatch):
+    monkeypatch.delenv("AGENTBON_SESSION", raising=False)
+    labels = container_labels({"run": "r1", "task": "t1", "rollout": "t1/0", "attempt": "2"})
+    assert labels == {
+        "agentbon": "1",
+        "agentbon.run_id": "r1",
+        "agentbon.task_id": "t1",
+        "agentbon.rollout_id": "t1/0",
+        "agentbon.attempt": "2",
+    }
+    assert (
+        label_filters({"run": "r1"}) == label_filters({"agentbon.run_id": "r1"}) == ["agentbon=1", "agentbon.run_id=r1"]
+    )
+
+
 def test_session_label_from_environment(monkeypatch):
     monkeypatch.setenv("AGENTBON_SESSION", "s1")
     assert container_labels(None)["agentbon.session"] == "s1"

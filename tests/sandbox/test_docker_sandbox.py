@@ -9,7 +9,7 @@ import time
 import pytest
 from sbx_repo import FUTURE_MARKER, GOLD_MARKER, HIDDEN_MARKER, git
 
-from agentbon.errors import SandboxGone
+from agentbon.errors import PatchError, SandboxGone
 from agentbon.protocols import Sandbox
 
 pytestmark = pytest.mark.docker
@@ -180,6 +180,12 @@ def test_diff_after_agent_commits_is_still_against_base(box):
 
 def test_clean_sandbox_has_an_empty_diff(box):
     assert box.diff() == ""
+
+
+def test_destroyed_repository_is_a_patch_error(box):
+    box.exec("rm -rf .git")
+    with pytest.raises(PatchError, match="git diff against"):
+        box.diff()
 
 
 def test_sandbox_gone_when_the_container_is_removed_under_us(backend, tiny_task, run_labels, engine):
