@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import pytest
@@ -40,6 +41,8 @@ def engine():
     try:
         return docker_client(timeout=120.0)
     except EngineUnavailable as e:
+        if os.environ.get("AGENTBON_REQUIRE_DOCKER") == "1":  # CI: a missing engine is a failure, not a skip
+            pytest.fail(f"AGENTBON_REQUIRE_DOCKER=1 but {e}")
         pytest.skip(f"no Docker engine: {e}")
 
 

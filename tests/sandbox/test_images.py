@@ -25,6 +25,16 @@ def test_base_image_is_tagged_by_its_recipe_and_reused(engine):
     print(f"base image cache hit: {time.monotonic() - started:.3f}s")
 
 
+def test_base_command_reports_the_cached_image(engine):
+    from typer.testing import CliRunner
+
+    from agentbon.cli import app
+
+    ensure_base_image(engine)
+    result = CliRunner().invoke(app, ["sandbox", "base"])
+    assert result.exit_code == 0 and f"{base_tag()} (cached" in result.output
+
+
 def test_second_prepare_is_a_cache_hit(engine, sandbox_config, tiny_task):
     first = DockerBackend(sandbox_config, engine).image_for(tiny_task)
     image_id = engine.images.get(first.ref).id
