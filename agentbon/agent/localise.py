@@ -37,6 +37,7 @@ _SKIP_EXT = set(
     ".png .jpg .jpeg .gif .ico .pdf .zip .gz .tar .whl .so .pyc .lock .svg .woff .woff2 .ttf .mo .bin .db .sqlite "
     ".jar .class".split()
 )
+_PROSE = {".md", ".rst", ".txt", ".adoc"}
 _TEST_DIR = re.compile(r"(^|/)(tests?|testing|__tests__|spec)/")
 _TEST_NAME = re.compile(r"^(test_.*\.py|.*_tests?\.py|conftest\.py|.*_test\.go|.*\.(test|spec)\.[jt]sx?)$")
 _PY_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+\(?([\w, \t]*)|import\s+([\w.]+))", re.MULTILINE)
@@ -186,6 +187,9 @@ def localise(sandbox: Sandbox, problem: str, config: AgentConfig, timeout: float
         for path, score in content_scores(hits, words, len(files)).items():
             if path in scores:
                 scores[path] += score
+    for path in scores:  # prose repeats the words of an issue but is rarely where the fix goes
+        if PurePosixPath(path).suffix.lower() in _PROSE and path_score(path, problem, {}) == 0:
+            scores[path] *= 0.3
 
     def ranked() -> list[str]:
         return sorted((f for f in scores if scores[f] > 0), key=lambda f: (-scores[f], f.count("/"), f))

@@ -99,3 +99,13 @@ def test_tree_summarises_big_repositories():
     text = tree(files, ["d3/f1.py"], limit=100)
     assert "d0/ (30 files)" in text and "d3/f29.py" in text and "d4/f1.py" not in text
     assert tree(["a.py", "b/c.py"], []) == "a.py\nb/c.py"
+
+
+def test_prose_ranks_below_code_unless_named(tmp_path):
+    files = {**REPO, "README.md": "parse_date parses a date. parse_date is great. Use parse_date.\n"}
+    ctx = localise(box(tmp_path, files), "parse_date breaks", AgentConfig(max_context_files=2))
+    assert [f.path for f in ctx.shown][0] == "pkg/dates.py" and ctx.scores.get("README.md", 0) < ctx.scores[
+        "pkg/dates.py"
+    ]
+    ctx = localise(box(tmp_path / "b", files), "README.md says parse_date breaks", AgentConfig(max_context_files=2))
+    assert "README.md" in [f.path for f in ctx.shown]
