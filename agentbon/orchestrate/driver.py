@@ -10,7 +10,6 @@ with the store consistent (everything recorded is complete; the rest runs again 
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +18,7 @@ import ray
 
 from agentbon.config import RunConfig
 from agentbon.orchestrate import workers
-from agentbon.orchestrate.cluster import Cluster, reap_everywhere
+from agentbon.orchestrate.cluster import Cluster
 from agentbon.orchestrate.early_stop import Saved
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.faults import RetryBudget
@@ -27,21 +26,21 @@ from agentbon.orchestrate.outcomes import Outcomes
 from agentbon.orchestrate.plan import ROLES, Plan, roles_missing
 from agentbon.orchestrate.selection import SelectionStage
 from agentbon.orchestrate.state import TaskBook, Unit, VerdictCache
+from agentbon.orchestrate.supervise import Supervision
 from agentbon.orchestrate.tracker import start_tracker
+from agentbon.orchestrate.verification import Verification
 from agentbon.store import RunStore
 from agentbon.types import Role, Rollout, Task
 
 TICK_S = 0.5
 """Longest wait for a result before the driver polls the tracker and checks deadlines."""
-GRACE_S = 10.0
-"""A unit past its deadline, or cancelled and still running, is killed this much later."""
 PREPARE_AHEAD = 2
 """Task environments prepared at once ahead of their rollouts."""
 
 Emit = Callable[..., None]
 
 
-class Driver(Outcomes):
+class Driver(Outcomes, Verification, Supervision):
     """Runs a plan to completion (or until interrupted) and records everything in the store."""
 
     def __init__(
@@ -147,52 +146,5 @@ class Driver(Outcomes):
     def select_ready(self) -> None:
         """Run the selectors on every task that has nothing open and something new."""
         for book in self.books.values():
-            if not book.changed or book.open:
-                continue
-            rollouts = list(book.finished.values())
-            for selection in self.selection.run(book.task, rollouts, self.verdicts["evidence"], self.verdicts["grade"]):
-                self.store.save_selection(selection)
-            for error in self.selection.errors:
-                self.store.append("selector_error", **error)
-            self.selection.errors.clear()
-            book.changed = False
-            self.emit("selected", task_id=book.task.task_id)
-
-    # ------------------------------------------------------ deadlines, cancels
-    def _poll(self) -> None:
-        try:
-            started, tokens = ray.get(self.tracker.drain.remote(), timeout=30)
-        except Exception:  # the tracker restarts on its own; deadlines count from submission meanwhile
-            started, tokens = [], 0
-        by_key = {u.key: u for u in self.inflight.values()}
-        for s in started:
-            unit = by_key.get(s.unit)
-            if unit is not None and unit.started_at is None:
-                unit.started_at, unit.node_id = s.at, s.node_id
-                self.emit("started", unit=unit.kind, rollout_id=unit.rollout_id)
-        if tokens:
-            self.emit("tokens", n=tokens)
-        now = time.time()
-        for ref, unit in self.inflight.items():
-            if unit.kind == "prepare" or unit.forced:
-                continue
-            if unit.cancel is None and unit.started_at is not None and now - unit.started_at > unit.budget_s + GRACE_S:
-                unit.cancel, unit.cancelled_at = "deadline", now
-                self._kill(ref, unit)
-            elif unit.cancel is not None and unit.cancelled_at is not None and now - unit.cancelled_at > GRACE_S:
-                self._kill(ref, unit)
-
-    def _kill(self, ref: Any, unit: Unit) -> None:
-        unit.forced = True
-        ray.cancel(ref, force=True)
-
-    def _interrupt(self) -> None:
-        self.interrupted = True
-        for ref, unit in self.inflight.items():
-            unit.cancel = "interrupt"
-            ray.cancel(ref, force=True)
-        pending = sorted({u.rollout_id for u in self.inflight.values() if u.rollout_id})
-        self.store.append("interrupted", pending=pending)
-        self.inflight.clear()
-        reap_everywhere(self.config, self.factories, {"run": self.run_id})
-        self.emit("interrupted", pending=len(pending))
+            if book.changed and not book.open:
+                self.selection.select_task(book, self.verdicts, self.emit)

@@ -58,3 +58,14 @@ class SelectionStage:
                 continue
             out.append(selection)
         return out
+
+    def select_task(self, book: Any, verdicts: dict[str, dict[str, Verdict]], emit: Any) -> None:
+        """Select one task that has nothing open, record its selections and any selector errors."""
+        task = book.task
+        for selection in self.run(task, list(book.finished.values()), verdicts["evidence"], verdicts["grade"]):
+            self.store.save_selection(selection)
+        for error in self.errors:
+            self.store.append("selector_error", **error)
+        self.errors.clear()
+        book.changed = False
+        emit("selected", task_id=task.task_id)

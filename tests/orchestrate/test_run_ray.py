@@ -135,9 +135,9 @@ def test_deadline_stops_a_rollout_that_loops_in_python(tmp_path: Path) -> None:
 
 
 def test_deadline_kills_a_rollout_blocked_in_c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentbon.orchestrate import driver
+    from agentbon.orchestrate import supervise
 
-    monkeypatch.setattr(driver, "GRACE_S", 1.0)
+    monkeypatch.setattr(supervise, "GRACE_S", 1.0)
     tasks = make_tasks(tmp_path, ["a"])
     result = run_batch(
         tasks, config(tmp_path, "infra_retries=0", "deadline_s=2", n=1, run_id="r"), factories=fakes(tmp_path, {"a/0": "block"})

@@ -1,0 +1,61 @@
+"""Supervision by the driver: start times from the tracker, hard deadlines, escalating cancels, Ctrl-C.
+
+A unit's deadline counts from when it really started (the tracker says), not from submission: a unit
+queued behind busy sandbox slots is not late. Past its deadline (plus a grace period for the in-worker
+watchdog to act) the driver kills it with ``ray.cancel(force=True)``; a unit cancelled politely (early
+stop) that is still running after the grace period is killed the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import ray
+
+from agentbon.orchestrate.cluster import reap_everywhere
+
+GRACE_S = 10.0
+"""A unit past its deadline, or cancelled and still running, is killed this much later."""
+
+
+class Supervision:
+    """Deadline and cancellation handling of the driver (mixed into ``Driver``; it owns the state this reads)."""
+
+    def _poll(self: Any) -> None:
+        try:
+            started, tokens = ray.get(self.tracker.drain.remote(), timeout=30)
+        except Exception:  # the tracker restarts on its own; deadlines count from submission meanwhile
+            started, tokens = [], 0
+        by_key = {u.key: u for u in self.inflight.values()}
+        for s in started:
+            unit = by_key.get(s.unit)
+            if unit is not None and unit.started_at is None:
+                unit.started_at, unit.node_id = s.at, s.node_id
+                self.emit("started", unit=unit.kind, rollout_id=unit.rollout_id)
+        if tokens:
+            self.emit("tokens", n=tokens)
+        now = time.time()
+        for ref, unit in self.inflight.items():
+            if unit.kind == "prepare" or unit.forced:
+                continue
+            if unit.cancel is None and unit.started_at is not None and now - unit.started_at > unit.budget_s + GRACE_S:
+                unit.cancel, unit.cancelled_at = "deadline", now
+                self._kill(ref, unit)
+            elif unit.cancel is not None and unit.cancelled_at is not None and now - unit.cancelled_at > GRACE_S:
+                self._kill(ref, unit)
+
+    def _kill(self: Any, ref: Any, unit: Any) -> None:
+        unit.forced = True
+        ray.cancel(ref, force=True)
+
+    def _interrupt(self: Any) -> None:
+        self.interrupted = True
+        for ref, unit in self.inflight.items():
+            unit.cancel = "interrupt"
+            ray.cancel(ref, force=True)
+        pending = sorted({u.rollout_id for u in self.inflight.values() if u.rollout_id})
+        self.store.append("interrupted", pending=pending)
+        self.inflight.clear()
+        reap_everywhere(self.config, self.factories, {"run": self.run_id})
+        self.emit("interrupted", pending=len(pending))
