@@ -1,9 +1,116 @@
-"""`agentbon` CLI: tasks commands."""
+"""`agentbon tasks ...`: task suite commands (validate)."""
 
 from __future__ import annotations
 
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+tasks_app = typer.Typer(help="Task suites: check them before a run.", no_args_is_help=True)
+
+
+@tasks_app.command("validate")
+def validate(
+    suite: Annotated[Path, typer.Argument(help="A task folder, a suite directory, or a JSONL / SWE-bench file.")],
+    runs: Annotated[int, typer.Option(help="Grade runs per patch (flaky tests differ between runs).", min=1)] = 3,
+    task_id: Annotated[
+        list[str] | None, typer.Option("--task", "-t", help="Only these task ids.", rich_help_panel="Selection")
+    ] = None,
+    backend: Annotated[
+        str, typer.Option(help="docker | process (weaker isolation).", rich_help_panel="Sandbox")
+    ] = "docker",
+    timeout: Annotated[float, typer.Option(help="Test-run timeout in seconds.", rich_help_panel="Sandbox")] = 300.0,
+    concurrency: Annotated[int, typer.Option(help="Tasks validated at once.", min=1, rich_help_panel="Sandbox")] = 2,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the results as JSON here.", rich_help_panel="Output")
+    ] = None,
+) -> None:
+    """Check every task: the gold patch resolves, the empty patch does not, each grading test is stable."""
+    from rich.console import Console
+
+    from agentbon.config import SandboxConfig, VerifyConfig
+    from agentbon.errors import AgentbonError
+    from agentbon.sandbox import make_backend
+    from agentbon.tasks import load_suite
+    from agentbon.verify import TestVerifier
+    from agentbon.verify.validate import TaskValidation, validate_task
+
+    console = Console()
+    tasks, errors = load_suite(suite)
+    if task_id:
+        tasks = [t for t in tasks if t.task_id in set(task_id)]
+    if errors:
+        console.print(_errors_table(errors))
+    if backend not in ("docker", "process"):
+        raise typer.BadParameter(f"{backend!r}: expected docker or process", param_hint="--backend")
+    try:
+        verifier = TestVerifier(
+            make_backend(SandboxConfig(backend=backend)),  # type: ignore[arg-type]
+            VerifyConfig(timeout_s=timeout, dedupe=False),  # repeated runs of one patch must really run again
+            labels={"stage": "validate"},
+        )
+    except AgentbonError as e:
+        console.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from e
+
+    def check(task) -> TaskValidation:
+        try:
+            return validate_task(task, verifier, runs)
+        except Exception as e:  # the per-task boundary: one broken task never stops the others
+            problem = f"{type(e).__name__}: {e}"
+            return TaskValidation(task_id=task.task_id, source=task.source, status="infra_error", problems=[problem])
+
+    with console.status(f"validating {len(tasks)} task(s), {runs} run(s) per patch..."):
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            results = list(pool.map(check, tasks))
+    console.print(_results_table(results, runs))
+    bad = [r for r in results if r.status != "valid"]
+    console.print(f"{len(results) - len(bad)} valid, {len(bad)} not valid, {len(errors)} failed to load")
+    if json_out:
+        json_out.write_text(
+            json.dumps(
+                {"results": [r.model_dump() for r in results], "load_errors": [e.model_dump() for e in errors]},
+                indent=1,
+            )
+        )
+    if bad or errors:
+        raise typer.Exit(1)
+
+
+def _errors_table(errors):
+    from rich.table import Table
+
+    table = Table(title="tasks that failed to load", title_justify="left")
+    for col in ("file", "field", "problem"):
+        table.add_column(col, overflow="fold")
+    for e in errors:
+        table.add_row(e.source, e.field, e.problem)
+    return table
+
+
+def _results_table(results, runs: int):
+    from rich.table import Table
+
+    colour = {"valid": "green", "invalid": "red", "infra_error": "yellow"}
+    table = Table(title=f"task validation ({runs} runs per patch)", title_justify="left")
+    for col in ("task", "status", "gold resolves", "empty resolves", "gold evidence", "flaky tests", "problems"):
+        table.add_column(col, overflow="fold", no_wrap=col == "task")
+    for r in results:
+        table.add_row(
+            r.task_id,
+            f"[{colour.get(r.status, 'white')}]{r.status}[/]",
+            r.gold,
+            r.empty,
+            r.evidence,
+            "\n".join(r.flaky) or "-",
+            "\n".join(r.problems) or "-",
+        )
+    return table
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app (filled in by the tasks work)."""
+    """Add ``agentbon tasks ...``."""
+    app.add_typer(tasks_app, name="tasks", rich_help_panel="Tasks")

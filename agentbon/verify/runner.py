@@ -119,9 +119,13 @@ class TestVerifier:
         return sandbox.exec(command, timeout=timeout, workdir=sandbox.workdir)
 
     def _run(self, sandbox: Sandbox, task: Task, tests: TestSet, patch: str, state: dict) -> tuple[str, str, dict]:
-        vdir = f"/tmp/agentbon-verify-{secrets.token_hex(8)}"
-        top = self._sh(sandbox, f"mkdir -p {vdir} && git ls-tree --name-only -z HEAD > {vdir}/top")
-        if top.exit_code != 0:
+        # Outside the repository, in the sandbox's temp dir (a process sandbox confines files to its own tree).
+        vdir_sh = f'"${{TMPDIR:-/tmp}}/agentbon-verify-{secrets.token_hex(8)}"'
+        top = self._sh(
+            sandbox, f'd={vdir_sh} && mkdir -p "$d" && git ls-tree --name-only -z HEAD > "$d/top" && echo "$d"'
+        )
+        vdir = top.output.strip().splitlines()[-1] if top.output.strip() else ""
+        if top.exit_code != 0 or not vdir.startswith("/") or any(c in vdir for c in " '\"$`\\"):
             raise _Fail(f"cannot prepare the sandbox: {top.output[-300:]}", status="infra_error")
         top_level = set(sandbox.read_file(f"{vdir}/top").decode("utf-8", "replace").split("\0"))
         if patch.strip():

@@ -1,0 +1,91 @@
+"""Task validation: the gold patch resolves, the empty patch does not, and every grading test is stable.
+
+For each task, in fresh sandboxes: the gold patch and the empty patch are each graded ``runs`` times
+(a test whose outcome differs between runs of the same patch is flaky), FAIL_TO_PASS tests must fail
+and PASS_TO_PASS tests pass at base, and the gold patch must pass the evidence tests (else the
+evidence would reject a correct fix).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from agentbon.protocols import Verifier
+from agentbon.types import Record, Rollout, Task, Verdict
+
+
+class TaskValidation(Record):
+    """What validating one task found."""
+
+    task_id: str
+    source: str = ""
+    status: str = "valid"
+    """``valid``, ``invalid``, or ``infra_error`` (could not be checked)."""
+    gold: str = ""
+    """How many grade runs the gold patch resolved, e.g. ``3/3``."""
+    empty: str = ""
+    """How many grade runs the empty patch resolved (``0/3`` for a valid task)."""
+    evidence: str = ""
+    """Gold patch on the evidence tests (``undecided`` when there are none)."""
+    flaky: list[str] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+
+
+def _rollout(task: Task, index: int, patch: str) -> Rollout:
+    return Rollout(run_id="validate", task_id=task.task_id, index=index, status="submitted", patch=patch)
+
+
+def _resolved(verdicts: list[Verdict]) -> str:
+    infra = sum(v.status == "infra_error" for v in verdicts)
+    return f"{sum(v.status == 'pass' for v in verdicts)}/{len(verdicts)}" + (f" ({infra} infra)" if infra else "")
+
+
+def flaky_tests(verdicts: list[Verdict]) -> list[str]:
+    """Tests whose outcome is not the same in every verdict (runs of one patch)."""
+    ids = sorted({t for v in verdicts for t in v.tests})
+    return [t for t in ids if len({v.tests.get(t, "missing") for v in verdicts}) > 1]
+
+
+def validate_task(task: Task, verifier: Verifier, runs: int = 3) -> TaskValidation:
+    """Check one task (the verifier must not share verdicts between identical patches)."""
+    out = TaskValidation(task_id=task.task_id, source=task.source)
+    problems: list[str] = []
+    if not task.gold_patch:
+        return out.model_copy(update={"status": "invalid", "problems": ["no gold patch"]})
+    gold = [verifier.verify(task, _rollout(task, i, task.gold_patch), "grade") for i in range(runs)]
+    empty = [verifier.verify(task, _rollout(task, runs + i, ""), "grade") for i in range(runs)]
+    evidence = verifier.verify(task, _rollout(task, 2 * runs, task.gold_patch), "evidence")
+    every = [*gold, *empty, evidence]
+    infra = [v.reason for v in every if v.status == "infra_error"]
+    flaky = sorted(set(flaky_tests(gold)) | set(flaky_tests(empty)))
+    if any(not v.patch_applied for v in gold):
+        problems.append("gold patch does not apply")
+    elif any(v.status != "pass" for v in gold if v.status != "infra_error"):
+        bad = next(v for v in gold if v.status not in ("pass", "infra_error"))
+        problems.append(f"gold patch does not resolve: {bad.reason}")
+    if any(v.status == "pass" for v in empty):
+        problems.append("the empty patch resolves the task")
+    base = empty[0].tests
+    passing_f2p = [t for t in task.grade.fail_to_pass if base.get(t) == "passed"]
+    failing_p2p = [t for t in task.grade.pass_to_pass if base.get(t) not in (None, "passed")]
+    if passing_f2p:
+        problems.append(f"FAIL_TO_PASS tests pass at base: {', '.join(passing_f2p[:3])}")
+    if failing_p2p:
+        problems.append(f"PASS_TO_PASS tests fail at base: {', '.join(failing_p2p[:3])}")
+    if evidence.status == "fail":
+        problems.append(f"gold patch fails the evidence tests: {evidence.reason}")
+    if flaky:
+        problems.append(f"{len(flaky)} flaky test(s)")
+    status = "invalid" if problems else ("infra_error" if infra else "valid")
+    if infra:
+        problems.append(f"infra errors: {infra[0]}")
+    return out.model_copy(
+        update={
+            "status": status,
+            "gold": _resolved(gold),
+            "empty": _resolved(empty),
+            "evidence": evidence.status,
+            "flaky": flaky,
+            "problems": problems,
+        }
+    )
