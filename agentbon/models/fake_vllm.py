@@ -1,0 +1,96 @@
+"""A stand-in for ``vllm.LLM`` for tests (importable by Ray workers, hence in the package). Never on the product path.
+
+``FakeLLM.chat`` has vLLM's batch signature and answers deterministically from the conversation and
+seed; it counts prompt "tokens" as words and simulates a prefix cache per instance, so routing tests
+can see whether a task's rollouts stayed on one engine. Magic words in the last message: ``CRASH``
+fails the batch, ``TOOLONG`` raises vLLM's too-long error, ``DIE`` kills the process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from agentbon.models.vllm_engine import BatchingEngine, EngineActor
+
+
+@dataclass
+class FakeSamplingParams:
+    """The ``SamplingParams`` keywords the engine uses."""
+
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int | None = None
+    max_tokens: int | None = None
+    stop: Any = None
+    seed: int | None = None
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    logprobs: int | None = None
+
+
+class FakeLLM:
+    """Answers ``"<last message> seed=<seed> i=<i>"``; ``delay_s`` per batch lets concurrent requests pile up."""
+
+    def __init__(self, delay_s: float = 0.0):
+        self.delay_s = delay_s
+        self.seen: list[list[str]] = []
+        self.batch_sizes: list[int] = []
+
+    def chat(self, messages: list[list[dict[str, Any]]], sampling_params: list[FakeSamplingParams], use_tqdm=False):
+        self.batch_sizes.append(len(messages))
+        time.sleep(self.delay_s)
+        for conv in messages:
+            last = str(conv[-1].get("content", ""))
+            if "DIE" in last:
+                os._exit(1)
+            if "CRASH" in last:
+                raise RuntimeError("CUDA error: an illegal memory access was encountered")
+            if "TOOLONG" in last:
+                raise ValueError("The decoder prompt (length 40000) is longer than the maximum model length of 32768")
+        return [self._one(conv, params) for conv, params in zip(messages, sampling_params, strict=True)]
+
+    def _one(self, conv: list[dict[str, Any]], params: FakeSamplingParams) -> SimpleNamespace:
+        prompt = " ".join(str(m.get("content", "")) for m in conv).split()
+        cached = max((_common_prefix(prompt, old) for old in self.seen), default=0)
+        self.seen.append(prompt)
+        outputs = []
+        for i in range(params.n):
+            text = f"{conv[-1].get('content', '')} seed={params.seed} i={i}"
+            ids = list(range(len(text.split())))
+            steps = None
+            if params.logprobs is not None:
+                steps = [
+                    {
+                        t: SimpleNamespace(logprob=-0.1, decoded_token=f"t{t}"),
+                        -1: SimpleNamespace(logprob=-2.0, decoded_token="alt"),
+                    }
+                    for t in ids
+                ]
+            outputs.append(SimpleNamespace(text=text, token_ids=ids, finish_reason="stop", logprobs=steps))
+        return SimpleNamespace(prompt_token_ids=list(range(len(prompt))), num_cached_tokens=cached, outputs=outputs)
+
+
+def _common_prefix(a: list[str], b: list[str]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class FakeEngineActor(EngineActor):
+    """``EngineActor`` with ``FakeLLM`` inside: the real batching and reply path, no vllm."""
+
+    def __init__(self, model: str, engine_kwargs: dict[str, Any] | None = None, max_batch: int = 256):
+        self.model = model
+        self.llm = FakeLLM(**(engine_kwargs or {}))
+        self.engine = BatchingEngine(self.llm, FakeSamplingParams, max_batch=max_batch)
+
+    def batch_sizes(self) -> list[int]:
+        return list(self.llm.batch_sizes)

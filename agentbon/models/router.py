@@ -1,0 +1,191 @@
+"""Routing rollouts to vLLM engine actors: all N rollouts of a task go to one engine, so their shared prompt
+prefix is computed once and then served from that engine's prefix cache; an engine at its in-flight cap
+sends the request to the least-loaded one instead, and a dead engine is taken out of the rotation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from agentbon.errors import AgentbonError, ContextLengthExceeded, ModelError, ServerFailure
+from agentbon.protocols import ChatResponse
+
+
+class Router:
+    """In-flight counts per engine, a home engine per task, a cap per engine. Thread-safe (a threaded Ray actor)."""
+
+    def __init__(self, engines: int, max_inflight: int):
+        if engines < 1 or max_inflight < 1:
+            raise ValueError(f"Router needs engines >= 1 and max_inflight >= 1, got {engines}, {max_inflight}")
+        self.max_inflight = max_inflight
+        self.load = [0] * engines
+        self.dead: set[int] = set()
+        self.home_hits = self.spills = 0
+        self._cond = threading.Condition()
+
+    def home(self, task_id: str) -> int:
+        """The task's engine: a stable hash (not Python's salted ``hash``) so every process agrees."""
+        digest = hashlib.sha256(task_id.encode()).digest()
+        return int.from_bytes(digest[:8], "big") % len(self.load)
+
+    def pick(self, task_id: str) -> int | None:
+        """The engine for the task's next request, or None when every live engine is at its cap."""
+        live = [i for i in range(len(self.load)) if i not in self.dead]
+        if not live:
+            raise ServerFailure(f"all {len(self.load)} vLLM engines are dead")
+        home = self.home(task_id)
+        if home not in self.dead and self.load[home] < self.max_inflight:
+            return home
+        free = [i for i in live if self.load[i] < self.max_inflight]
+        return min(free, key=lambda i: (self.load[i], i)) if free else None
+
+    def acquire(self, task_id: str, timeout_s: float | None = None) -> int:
+        """Reserve a slot on an engine for one request (waiting while all are full) and return its index."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._cond:
+            while (i := self.pick(task_id)) is None:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise ServerFailure(f"no vLLM engine had a free slot within {timeout_s:g}s (loads {self.load})")
+                self._cond.wait(remaining)
+            self.load[i] += 1
+            if i == self.home(task_id):
+                self.home_hits += 1
+            else:
+                self.spills += 1
+            return i
+
+    def release(self, engine: int) -> None:
+        """Give back a slot taken by ``acquire``."""
+        with self._cond:
+            self.load[engine] = max(0, self.load[engine] - 1)
+            self._cond.notify_all()
+
+    def mark_dead(self, engine: int) -> None:
+        """Take an engine out of the rotation (its actor died)."""
+        with self._cond:
+            self.dead.add(engine)
+            self._cond.notify_all()
+
+    def stats(self) -> dict[str, Any]:
+        with self._cond:
+            return {"load": list(self.load), "dead": sorted(self.dead), "home": self.home_hits, "spills": self.spills}
+
+
+_CONTEXT = re.compile(r"max_model_len|maximum (context|model) length|longer than the maximum", re.IGNORECASE)
+
+
+class RoutedModel:
+    """A ``Model`` bound to one task: each call goes to the engine the router picks. Picklable (Ray handles)."""
+
+    def __init__(self, name: str, task_id: str, router: Any, engines: Sequence[Any], acquire_timeout_s: float = 600.0):
+        self.name, self.task_id = name, task_id
+        self.router, self.engines = router, list(engines)
+        self.acquire_timeout_s = acquire_timeout_s
+
+    def chat(self, messages: Sequence[dict[str, Any]], *, seed: int | None = None, **sampling: Any) -> ChatResponse:
+        """One completion from the task's engine."""
+        return self._call(messages, seed, 1, sampling)[0]
+
+    def chat_n(
+        self, messages: Sequence[dict[str, Any]], n: int, seeds: Sequence[int | None] | None = None, **sampling: Any
+    ) -> list[ChatResponse]:
+        """``n`` completions in one engine request (``seeds[0]`` seeds it)."""
+        return self._call(messages, seeds[0] if seeds else None, n, sampling)
+
+    def _call(self, messages: Sequence[dict[str, Any]], seed: int | None, n: int, sampling: dict[str, Any]):
+        import ray
+        from ray.exceptions import RayActorError, RayTaskError
+
+        engine = ray.get(self.router.acquire.remote(self.task_id, self.acquire_timeout_s))
+        try:
+            dumps = ray.get(self.engines[engine].chat.remote(list(messages), seed, n, dict(sampling)))
+        except RayActorError as e:
+            ray.get(self.router.mark_dead.remote(engine))  # before anyone else is routed there
+            raise ServerFailure(f"vLLM engine {engine} died: {e}") from e
+        except RayTaskError as e:
+            cause = getattr(e, "cause", None)
+            if isinstance(cause, AgentbonError):
+                raise cause from e
+            if isinstance(cause, ValueError) and _CONTEXT.search(str(cause)):
+                raise ContextLengthExceeded(f"vLLM engine {engine}: {cause}") from e
+            if isinstance(cause, ValueError | TypeError):
+                raise ModelError(f"vLLM engine {engine} rejected the request: {cause}") from e
+            raise ServerFailure(f"vLLM engine {engine} failed: {type(cause).__name__}: {cause}") from e
+        finally:
+            self.router.release.remote(engine)
+        return [ChatResponse.model_validate(d) for d in dumps]
+
+
+class EnginePool:
+    """``engines`` vLLM engine actors plus a router actor; ``model_for(task_id)`` hands out Models."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        name: str | None = None,
+        engines: int = 1,
+        max_inflight: int = 64,
+        num_gpus: float = 1.0,
+        num_cpus: float = 0.0,
+        ready_timeout_s: float = 1800.0,
+        engine_kwargs: dict[str, Any] | None = None,
+        actor_cls: type | None = None,
+    ):
+        import ray
+
+        from agentbon.models.vllm_engine import EngineActor
+
+        self.name = name or model
+        cls: Any = ray.remote(actor_cls or EngineActor)
+        # Threaded actors: up to max_inflight requests wait in one engine's batch queue at once.
+        opts = {"num_gpus": num_gpus, "num_cpus": num_cpus, "max_concurrency": max_inflight + 2}
+        self.engines: list[Any] = [cls.options(**opts).remote(model, engine_kwargs) for _ in range(engines)]
+        router_cls: Any = ray.remote(Router)
+        self.router: Any = router_cls.options(num_cpus=0, max_concurrency=engines * max_inflight + 64).remote(
+            engines, max_inflight
+        )
+        try:  # surfaces a load failure (MissingExtra, out of memory) now, and engines that cannot be placed
+            ray.get([e.ready.remote() for e in self.engines], timeout=ready_timeout_s)
+        except ray.exceptions.GetTimeoutError as e:
+            self.close()
+            raise ServerFailure(
+                f"{engines} vLLM engine(s) not ready within {ready_timeout_s:g}s: does the cluster have "
+                f"{num_gpus:g} GPU(s) and {num_cpus:g} CPU(s) free for each? (ray status)"
+            ) from e
+        except BaseException:
+            self.close()
+            raise
+
+    def model_for(self, task_id: str) -> RoutedModel:
+        """The Model every rollout of ``task_id`` uses."""
+        return RoutedModel(self.name, task_id, self.router, self.engines)
+
+    def stats(self) -> dict[str, Any]:
+        import ray
+
+        stats: dict[str, Any] = ray.get(self.router.stats.remote())
+        return stats
+
+    def close(self) -> None:
+        """Kill the engine and router actors; safe to call twice."""
+        import ray
+
+        for actor in [*self.engines, self.router]:
+            try:
+                ray.kill(actor)
+            except Exception:  # already gone
+                pass
+        self.engines = []
+
+    def __enter__(self) -> EnginePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
