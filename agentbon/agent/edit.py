@@ -47,11 +47,13 @@ def apply_edits(sandbox: Sandbox, blocks: list[EditBlock], tracked: set[str]) ->
             continue
         if path not in texts:
             if path in tracked:
-                raw = sandbox.read_file(path)
                 try:
-                    texts[path] = raw.decode("utf-8")
+                    texts[path] = sandbox.read_file(path).decode("utf-8")
                 except UnicodeDecodeError:
                     outcomes.append(Outcome(path, False, "not a UTF-8 text file"))
+                    continue
+                except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as e:
+                    outcomes.append(Outcome(path, False, f"cannot read {path}: {type(e).__name__}"))
                     continue
             elif not block.search.strip():
                 texts[path] = block.replace

@@ -168,25 +168,37 @@ def window(lines: list[str], words: dict[str, float], size: int) -> tuple[int, i
     return start, start + size
 
 
+def read_text(sandbox: Sandbox, path: str) -> str | None:
+    """A repository file's text; None where a listed path cannot be read as a file (deleted, a submodule)."""
+    try:
+        return sandbox.read_file(path).decode("utf-8", "replace")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        return None
+
+
 def localise(sandbox: Sandbox, problem: str, config: AgentConfig, timeout: float = 60.0) -> Context:
     """Rank the repository's files against the problem statement and cut the best ones down to the line budget."""
     # Listings go through files in the sandbox because an exec's output is capped; unique names per call.
     tmp = f"/tmp/.agentbon-localise-{uuid.uuid4().hex[:12]}"
-    sandbox.exec(f"git -c core.quotepath=off ls-files > {tmp}.files", timeout=timeout)
-    files = [f for f in sandbox.read_file(f"{tmp}.files").decode("utf-8", "replace").splitlines() if f]
-    words = keywords(problem)
+    try:
+        sandbox.exec(f"git -c core.quotepath=off ls-files > {tmp}.files", timeout=timeout)
+        files = [f for f in (read_text(sandbox, f"{tmp}.files") or "").splitlines() if f]
+        words = keywords(problem)
+        hits = ""
+        if words:
+            sandbox.exec(_grep_script(list(words), f"{tmp}.grep"), timeout=timeout)
+            hits = read_text(sandbox, f"{tmp}.grep") or ""
+    finally:
+        sandbox.exec(f"rm -f {tmp}.files {tmp}.grep", timeout=timeout)
     candidates = {
         f
         for f in files
         if PurePosixPath(f).suffix.lower() not in _SKIP_EXT and (not is_test_path(f) or path_score(f, problem, {}) > 0)
     }
     scores = {f: path_score(f, problem, words) for f in candidates}
-    if words:
-        sandbox.exec(_grep_script(list(words), f"{tmp}.grep"), timeout=timeout)
-        hits = sandbox.read_file(f"{tmp}.grep").decode("utf-8", "replace")
-        for path, score in content_scores(hits, words, len(files)).items():
-            if path in scores:
-                scores[path] += score
+    for path, score in content_scores(hits, words, len(files)).items():
+        if path in scores:
+            scores[path] += score
     for path in scores:  # prose repeats the words of an issue but is rarely where the fix goes
         if PurePosixPath(path).suffix.lower() in _PROSE and path_score(path, problem, {}) == 0:
             scores[path] *= 0.3
@@ -194,10 +206,13 @@ def localise(sandbox: Sandbox, problem: str, config: AgentConfig, timeout: float
     def ranked() -> list[str]:
         return sorted((f for f in scores if scores[f] > 0), key=lambda f: (-scores[f], f.count("/"), f))
 
-    texts: dict[str, str] = {}
+    texts: dict[str, str | None] = {}
     for path in ranked()[: config.max_context_files]:
-        texts[path] = sandbox.read_file(path).decode("utf-8", "replace")
-        for dep in imported(path, texts[path], candidates):
+        texts[path] = read_text(sandbox, path)
+        if texts[path] is None:
+            scores[path] = 0.0
+            continue
+        for dep in imported(path, texts[path] or "", candidates):
             scores[dep] += 0.4 * scores[path]
     chosen = ranked()[: config.max_context_files]
     if not chosen:  # nothing points anywhere: show the shallowest source files
@@ -205,7 +220,9 @@ def localise(sandbox: Sandbox, problem: str, config: AgentConfig, timeout: float
     context = Context(files=files, scores={f: round(scores.get(f, 0.0), 3) for f in chosen})
     budget = config.context_lines
     for path in chosen:
-        text = texts.get(path) or sandbox.read_file(path).decode("utf-8", "replace")
+        text = texts[path] if path in texts else read_text(sandbox, path)
+        if text is None:
+            continue
         lines = text.split("\n")
         if text.endswith("\n"):
             lines.pop()
@@ -215,7 +232,6 @@ def localise(sandbox: Sandbox, problem: str, config: AgentConfig, timeout: float
         start, end = window(lines, words, size)
         context.shown.append(ShownFile(path, "\n".join(lines[start:end]), start + 1, end, len(lines)))
         budget -= size
-    sandbox.exec(f"rm -f {tmp}.files {tmp}.grep", timeout=timeout)
     return context
 
 

@@ -71,9 +71,19 @@ def test_the_line_budget_is_shared_in_rank_order(tmp_path):
 
 def test_localisation_leaves_nothing_behind(tmp_path):
     sandbox = box(tmp_path)
+    scratch = "ls /tmp/.agentbon-localise-* 2>/dev/null || true"
+    before = sandbox.exec(scratch).output  # the fake's /tmp is the host's: others may leave files there
     localise(sandbox, "parse_date", AgentConfig())
     assert sandbox.diff() == ""
-    assert sandbox.exec("ls /tmp/.agentbon-localise-* 2>/dev/null | wc -l").output.strip() == "0"
+    assert sandbox.exec(scratch).output == before
+
+
+def test_listed_paths_that_cannot_be_read_are_skipped(tmp_path):
+    sandbox = box(tmp_path)
+    sandbox.exec("rm pkg/fmt.py && rm -r pkg/other.py && mkdir pkg/other.py")  # deleted; a directory (submodule)
+    ctx = localise(sandbox, "parse_date pad unrelated in pkg/other.py", AgentConfig())
+    shown = [f.path for f in ctx.shown]
+    assert "pkg/dates.py" in shown and "pkg/fmt.py" not in shown and "pkg/other.py" not in shown
 
 
 def test_imports_resolve_python_and_javascript():
