@@ -65,6 +65,28 @@ def task_folds(task_ids: Sequence[str], folds: int, seed: int) -> list[set[str]]
     return [{unique[i] for i in part} for part in np.array_split(order, k)]
 
 
+def out_of_fold(
+    X: np.ndarray,
+    y: np.ndarray,
+    task_ids: Sequence[str],
+    names: list[str],
+    text: bool,
+    l2: float,
+    folds: int,
+    seed: int,
+) -> np.ndarray:
+    """Each rollout's probability from a model that never saw its task (folds grouped by task)."""
+    oof = np.zeros(len(y))
+    for held in task_folds(task_ids, folds, seed):
+        test = np.asarray([t in held for t in task_ids])
+        train_y = y[~test]
+        if len(set(train_y.tolist())) < 2:  # one class left: the best a model can say is the base rate
+            oof[test] = train_y.mean() if len(train_y) else 0.5
+            continue
+        oof[test] = LogisticModel.fit(X[~test], train_y, names, text, l2).predict(X[test])
+    return oof
+
+
 def train(
     run_dirs: Sequence[str | Path], text: bool = True, l2: float = 1.0, folds: int = 5, seed: int = 0
 ) -> tuple[LogisticModel, dict[str, Any]]:
@@ -77,14 +99,7 @@ def train(
         raise ConfigError("held-out evaluation needs graded rollouts from at least 2 tasks")
     X, names = featurize(examples, text)
     y = np.asarray([e.label for e in examples])
-    oof = np.zeros(len(y))
-    for held in task_folds(task_ids, folds, seed):
-        test = np.asarray([t in held for t in task_ids])
-        train_y = y[~test]
-        if len(set(train_y.tolist())) < 2:  # one class left: the best a model can say is the base rate
-            oof[test] = train_y.mean() if len(train_y) else 0.5
-            continue
-        oof[test] = LogisticModel.fit(X[~test], train_y, names, text, l2).predict(X[test])
+    oof = out_of_fold(X, y, task_ids, names, text, l2, folds, seed)
     evidence_pass = np.asarray([float(e.evidence is not None and e.evidence.status == "pass") for e in examples])
     report: dict[str, Any] = {
         "runs": [str(d) for d in run_dirs],
