@@ -79,6 +79,8 @@ class Conversation:
         self.malformed = 0
         self.model_s = 0.0
         self.started = time.monotonic()
+        self.cut_off = False
+        """True when the last reply stopped at ``max_tokens`` (the feedback says so)."""
 
     def add(self, role: str, content: str, **extra: Any) -> dict[str, Any]:
         """Append a message; ``extra`` records what the chat format has no place for."""
@@ -135,6 +137,7 @@ class Conversation:
             model_latency_s=round(latency, 4),
             finish_reason=response.finish_reason,
         )
+        self.cut_off = response.finish_reason == "length"
         return response.content
 
     def result(self, status: str, exit_status: str, message: str = "") -> AgentResult:

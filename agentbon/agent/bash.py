@@ -102,7 +102,13 @@ class BashAgent:
         commands = parse_action(reply)
         if len(commands) != 1 or not commands[0]:
             raise FormatError(
-                render(self.config, "bash_format_error.j2", found=len(commands), submit_command=SUBMIT_COMMAND)
+                render(
+                    self.config,
+                    "bash_format_error.j2",
+                    found=len(commands),
+                    submit_command=SUBMIT_COMMAND,
+                    cut_off=conv.cut_off,
+                )
             )
         command = commands[0]
         # Never let one command outlive the rollout's wall-time budget.

@@ -144,13 +144,20 @@ class EditAgent:
             )
             conv.add(
                 "user",
-                render(self.config, "edit_feedback.j2", outcomes=outcomes, syntax_error="", done=True),
+                render(self.config, "edit_feedback.j2", outcomes=outcomes, syntax_error="", done=True, cut_off=False),
                 kind="edit_result",
                 **extra,
             )
             raise Submitted(summary)
         conv.malformed += 1
-        feedback = render(self.config, "edit_feedback.j2", outcomes=outcomes, syntax_error=syntax_error, done=False)
+        feedback = render(
+            self.config,
+            "edit_feedback.j2",
+            outcomes=outcomes,
+            syntax_error=syntax_error,
+            done=False,
+            cut_off=conv.cut_off,
+        )
         conv.add("user", feedback, kind="format_error", malformed=conv.malformed, **extra)
         if conv.malformed >= self.config.malformed_limit:
             raise FormatError(

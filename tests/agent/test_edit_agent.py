@@ -95,3 +95,17 @@ def test_empty_search_creates_a_new_file(task, sandbox, spec):
 def test_step_limit_holds_for_the_edit_agent(task, sandbox, spec):
     result = EditAgent(AgentConfig(step_limit=2, malformed_limit=5)).run(task, sandbox, ScriptedModel([BAD] * 5), spec)
     assert (result.status, result.steps) == ("step_limit", 2)
+
+
+class CutOffModel(ScriptedModel):
+    """Every reply stopped at max_tokens."""
+
+    def chat(self, messages, *, seed=None, **sampling):
+        return super().chat(messages, seed=seed, **sampling).model_copy(update={"finish_reason": "length"})
+
+
+def test_a_reply_cut_at_max_tokens_is_told_so(task, sandbox, spec):
+    model = CutOffModel(["calc/ops.py\n<<<<<<< SEARCH\n    return a - b\n====", GOOD])
+    result = EditAgent(AgentConfig()).run(task, sandbox, model, spec)
+    assert result.status == "submitted" and "cut off at the length limit" in model.calls[1]["messages"][-1]["content"]
+    assert result.messages[2]["extra"]["finish_reason"] == "length"
