@@ -122,6 +122,8 @@ class LiveDisplay:
 
     def __call__(self, kind: str, **data: Any) -> None:
         self.state.on(kind, **data)
+        if kind == "warning":
+            self.live.console.print(f"[yellow]warning[/]: {data['message']}")
 
     def __enter__(self) -> LiveDisplay:
         self.live.start()
@@ -159,6 +161,8 @@ class PlainDisplay:
         elif kind == "early_stop":
             self._say(f"early stop {data['task_id']}: {data['rollouts_not_run']} rollouts not run "
                       f"(~{data['est_sandbox_s_saved']:.0f} sandbox-s saved)")
+        elif kind == "warning":
+            self._say(f"warning: {data['message']}")
         elif kind == "interrupted":
             self._say(f"interrupted: {data['pending']} units cancelled, sandboxes removed; run again to resume")
         if time.time() - self._last >= self.every_s:

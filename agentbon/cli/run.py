@@ -72,6 +72,7 @@ def run(
     config = config.model_copy(update={"run_id": config.run_id or default_run_id(str(suite), config)})
     console.print(f"run {config.run_id}: {len(tasks)} tasks x {config.n} -> {Path(config.run_dir) / config.run_id}")
     display = make_display(config.run_id, console)
+    _terminate_like_ctrl_c()
     try:
         with display:
             result = run_batch(tasks, config, suite=str(suite), factories=make_factories(), emit=display)
@@ -82,6 +83,16 @@ def run(
         typer.echo("interrupted; run the same command to resume", err=True)
         raise typer.Exit(130) from None
     _finish(console, result)
+
+
+def _terminate_like_ctrl_c() -> None:
+    """A batch scheduler's SIGTERM stops the run the way Ctrl-C does: cleanly, and resumable."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _finish(console: Any, result: Any) -> None:

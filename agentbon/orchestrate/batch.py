@@ -50,6 +50,21 @@ def check_resumable(store: RunStore, config: RunConfig) -> None:
         raise ConfigError(f"{store.path}: cannot resume with different settings ({diffs}); use another --run-id")
 
 
+def endpoint_warning(config: RunConfig) -> str | None:
+    """A warning when rollouts on other machines could not reach a loopback model endpoint."""
+    from urllib.parse import urlparse
+
+    from agentbon.orchestrate.cluster import alive_nodes
+
+    host = urlparse(config.model.endpoint or "").hostname or ""
+    if host in ("127.0.0.1", "localhost", "::1") and len(alive_nodes()) > 1:
+        return (
+            f"model endpoint {config.model.endpoint} is on this machine's loopback, but the cluster has "
+            f"{len(alive_nodes())} nodes: rollouts elsewhere cannot reach it (give --endpoint a reachable address)"
+        )
+    return None
+
+
 @dataclass
 class RunResult:
     """What one invocation did."""
@@ -90,6 +105,10 @@ def run_batch(
             service = factories.server(config.model)
             try:
                 config = config.model_copy(update={"model": service.start()})
+                warning = endpoint_warning(config)
+                if warning:
+                    store.append("warning", message=warning)
+                    emit("warning", message=warning)
                 _drive(tasks, config, store, factories, cluster, emit, result, service)
             finally:
                 service.stop()

@@ -13,10 +13,12 @@ from typing import Any
 
 import ray
 
-from agentbon.orchestrate.cluster import reap_everywhere
+from agentbon.orchestrate.cluster import SANDBOX, reap_everywhere
 
 GRACE_S = 10.0
 """A unit past its deadline, or cancelled and still running, is killed this much later."""
+SLOTS_CHECK_S = 15.0
+"""How often the driver checks that the cluster still has sandbox slots (nodes may die or join)."""
 
 
 class Supervision:
@@ -44,6 +46,15 @@ class Supervision:
                 self._kill(ref, unit)
             elif unit.cancel is not None and unit.cancelled_at is not None and now - unit.cancelled_at > GRACE_S:
                 self._kill(ref, unit)
+        self._check_slots(now)
+
+    def _check_slots(self: Any, now: float) -> None:
+        """Warn (once per check) while no node offers a sandbox slot: work waits until a node joins."""
+        if now - getattr(self, "_slots_checked", 0.0) < SLOTS_CHECK_S:
+            return
+        self._slots_checked = now
+        if self.inflight and ray.cluster_resources().get(SANDBOX, 0) == 0:
+            self.emit("warning", message=f"no node offers {SANDBOX!r} slots any more: waiting for one to join")
 
     def _kill(self: Any, ref: Any, unit: Any) -> None:
         unit.forced = True

@@ -105,3 +105,34 @@ def test_progress_state_and_plain_lines() -> None:
     text = out.getvalue()
     assert "plan: 2 tasks x 2" in text and "rollout m/0: submitted" in text and "infra error on rollout m/1" in text
     assert "coverage 1/2 tasks (50%)" in text
+
+
+def test_live_display_renders_bars_and_status() -> None:
+    from rich.console import Console
+
+    from agentbon.progress import LiveDisplay
+
+    console = Console(record=True, force_terminal=True, width=160)
+    display = LiveDisplay(ProgressState("run-x"), console)
+    display("plan", tasks=1, n=2, planned=2, finished=0, verify=0, skipped=0)
+    display("rollout", rollout=Rollout(run_id="r", task_id="m", index=0, status="submitted"))
+    console.print(display.render())
+    text = console.export_text()
+    assert "agentbon run-x" in text and "rollouts" in text and "1/2" in text and "verification" in text
+    assert "sandboxes running 0" in text and "infra errors 0" in text
+
+
+def test_resuming_with_other_sampling_settings_is_refused(tmp_path) -> None:
+    from agentbon.config import load_config
+    from agentbon.errors import ConfigError
+    from agentbon.orchestrate.batch import check_resumable, default_run_id
+    from agentbon.store import RunStore
+
+    store = RunStore(tmp_path / "run")
+    first = load_config(n=2)
+    store.create(first.model_dump(mode="json"), [])
+    check_resumable(store, load_config(n=8, concurrency=4))  # N and operational settings may change
+    with pytest.raises(ConfigError, match="model.temperature: 0.8 -> 0.2"):
+        check_resumable(store, load_config(overrides=["model.temperature=0.2"]))
+    assert default_run_id("suites/demo", first) == default_run_id("suites/demo", load_config(n=8))
+    assert default_run_id("suites/demo", first) != default_run_id("suites/demo", load_config(overrides=["model.seed=1"]))
