@@ -116,15 +116,15 @@ def evaluate(
     if judge:
         from agentbon.models import make_model, serving
 
-        config = ModelConfig(endpoint=endpoint, **({"name": model} if model else {}))
+        config = ModelConfig(endpoint=endpoint) if model is None else ModelConfig(endpoint=endpoint, name=model)
         stores = {str(RunStore(d).run_id): RunStore(d) for d in runs}
         with serving(config, log=console.print) as served, make_model(served) as client:
             llm = LLMJudge(client, trajectories=lambda rid: _trajectory(stores, examples, rid))
             judged = np.full(len(examples), np.nan)
             with console.status(f"judging {len(keep)} rollouts..."):
                 for i in keep:
-                    e = examples[i]
-                    judged[i] = llm.score(e.task, e.rollout, e.evidence)
+                    ex = examples[i]
+                    judged[i] = llm.score(ex.task, ex.rollout, ex.evidence)
         scores[f"judge ({served.name})"] = judged
         console.print(f"judge scores from: {llm.sources}")
     rows = {name: calibration.report(y[keep], s[keep]) for name, s in scores.items()}

@@ -76,13 +76,15 @@ def why_protected(path: str, protected: set[str]) -> str | None:
     return None
 
 
+def may_shadow(path: str) -> bool:
+    """True when the first component of ``path`` is named like a standard-library or test-framework module."""
+    module = PurePosixPath(path).parts[0].removesuffix(".py")
+    return module in FRAMEWORK_MODULES or module in sys.stdlib_module_names
+
+
 def shadows_module(path: str, top_level_at_base: set[str]) -> bool:
     """True when ``path`` adds a new top-level module that shadows the standard library or the test framework."""
-    first = PurePosixPath(path).parts[0]
-    if first in top_level_at_base:
-        return False
-    module = first.removesuffix(".py")
-    return module in FRAMEWORK_MODULES or module in sys.stdlib_module_names
+    return PurePosixPath(path).parts[0] not in top_level_at_base and may_shadow(path)
 
 
 def pytest_section_changed(name: str, base: str | None, new: str | None) -> bool:

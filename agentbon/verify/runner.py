@@ -121,15 +121,12 @@ class TestVerifier:
     def _run(self, sandbox: Sandbox, task: Task, tests: TestSet, patch: str, state: dict) -> tuple[str, str, dict]:
         # Outside the repository, in the sandbox's temp dir (a process sandbox confines files to its own tree).
         vdir_sh = f'"${{TMPDIR:-/tmp}}/agentbon-verify-{secrets.token_hex(8)}"'
-        top = self._sh(
-            sandbox, f'd={vdir_sh} && mkdir -p "$d" && git ls-tree --name-only -z HEAD > "$d/top" && echo "$d"'
-        )
-        vdir = top.output.strip().splitlines()[-1] if top.output.strip() else ""
-        if top.exit_code != 0 or not vdir.startswith("/") or any(c in vdir for c in " '\"$`\\"):
-            raise _Fail(f"cannot prepare the sandbox: {top.output[-300:]}", status="infra_error")
-        top_level = set(sandbox.read_file(f"{vdir}/top").decode("utf-8", "replace").split("\0"))
+        made = self._sh(sandbox, f'd={vdir_sh} && mkdir -p "$d" && echo "$d"')
+        vdir = made.output.strip().splitlines()[-1] if made.output.strip() else ""
+        if made.exit_code != 0 or not vdir.startswith("/") or any(c in vdir for c in " '\"$`\\"):
+            raise _Fail(f"cannot prepare the sandbox: {made.output[-300:]}", status="infra_error")
         if patch.strip():
-            self._apply_candidate(sandbox, task, patch, vdir, top_level, state)
+            self._apply_candidate(sandbox, task, patch, vdir, state)
         if tests.patch:
             sandbox.write_file(f"{vdir}/tests.diff", tests.patch)
             applied = self._sh(sandbox, f"git apply --whitespace=nowarn {vdir}/tests.diff")
@@ -141,25 +138,37 @@ class TestVerifier:
             self._sh(sandbox, f"rm -rf {vdir}")
         return self._judge(tests, report, junit)
 
-    def _apply_candidate(self, sandbox: Sandbox, task: Task, patch: str, vdir: str, top: set[str], state: dict) -> None:
+    def _apply_candidate(self, sandbox: Sandbox, task: Task, patch: str, vdir: str, state: dict) -> None:
         sandbox.write_file(f"{vdir}/candidate.diff", patch)
-        applied = self._sh(sandbox, f"git apply --index --whitespace=nowarn {vdir}/candidate.diff")
-        if applied.exit_code != 0:
+        # Lists go to files (exec output is capped; a patch may touch thousands of files). Exit 97: no apply.
+        applied = self._sh(
+            sandbox,
+            f"git apply --index --whitespace=nowarn {vdir}/candidate.diff || exit 97; "
+            f"git diff --cached --name-status --no-renames -z HEAD > {vdir}/changed && "
+            f"git ls-tree --name-only -z HEAD > {vdir}/top",
+        )
+        if applied.exit_code == 97:
             first = next((ln for ln in applied.output.splitlines() if ln.strip()), "")
             raise _Fail(f"patch does not apply: {first[:200]}", patch_applied=False, log=applied.output[-4000:])
-        # Into a file: exec output is capped, and a patch may touch thousands of files.
-        self._sh(sandbox, f"git diff --cached --name-status --no-renames -z HEAD > {vdir}/changed")
+        if applied.exit_code != 0:
+            raise _Fail(f"cannot list the patch's changes: {applied.output[-300:]}", status="infra_error")
         fields = sandbox.read_file(f"{vdir}/changed").decode("utf-8", "replace").split("\0")
         changes = [(fields[i][:1], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
         protected = guard.task_files(task)
+        top: set[str] | None = None
         flagged = []
         for status, path in changes:
             sectioned = Path(path).name in guard.SECTIONED_CONFIG and path not in protected
-            if sectioned and self._section_changed(sandbox, status, path, vdir):
-                flagged.append((status, path))
-            elif not sectioned and (
-                guard.why_protected(path, protected) or (status == "A" and guard.shadows_module(path, top))
-            ):
+            if sectioned:
+                if self._section_changed(sandbox, status, path, vdir):
+                    flagged.append((status, path))
+                continue
+            if not guard.why_protected(path, protected) and status == "A" and guard.may_shadow(path):
+                if top is None:  # read the base's top-level names only when a new module might shadow one
+                    top = set(sandbox.read_file(f"{vdir}/top").decode("utf-8", "replace").split("\0"))
+                if guard.shadows_module(path, top):
+                    flagged.append((status, path))
+            elif guard.why_protected(path, protected):
                 flagged.append((status, path))
         if flagged:
             state["tampered"] = [p for _, p in flagged]
@@ -176,15 +185,16 @@ class TestVerifier:
             new = sandbox.read_file(path).decode("utf-8", "replace")
         return guard.pytest_section_changed(path, old, new)
 
-    def _run_tests(self, sandbox: Sandbox, tests: TestSet, vdir: str) -> tuple[dict | None, bytes | None]:
+    def _run_tests(self, sandbox: Sandbox, tests: TestSet, vdir: str) -> tuple[dict, bytes | None]:
         scripts = verifiers_dir()
         for name in SCRIPTS[tests.runner]:
             sandbox.write_file(f"{vdir}/{name}", (scripts / name).read_bytes())
+        junit_path, result_path = f"{vdir}/{secrets.token_hex(12)}.xml", f"{vdir}/result.json"
         spec = {
             "ids": tests.tests,
             "command": tests.command,
-            "junit": f"{vdir}/{secrets.token_hex(12)}.xml",
-            "result": f"{vdir}/result.json",
+            "junit": junit_path,
+            "result": result_path,
             "timeout_s": self.config.timeout_s,
             "output_limit": self.output_limit,
         }
@@ -194,10 +204,10 @@ class TestVerifier:
         ran = self._sh(sandbox, command, timeout=self.config.timeout_s + 60)
         if ran.timed_out:
             raise _Fail("test run timed out", log=ran.output[-4000:])
-        report = self._read_json(sandbox, spec["result"])
+        report = self._read_json(sandbox, result_path)
         if report is None:
             raise _Fail(f"the test runner reported nothing (exit {ran.exit_code}; killed?)", log=ran.output[-4000:])
-        junit = self._read(sandbox, spec["junit"]) if report.get("junit_exists") else None
+        junit = self._read(sandbox, junit_path) if report.get("junit_exists") else None
         return report, junit
 
     def _read(self, sandbox: Sandbox, path: str) -> bytes | None:
