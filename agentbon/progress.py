@@ -136,7 +136,7 @@ class LiveDisplay:
 class PlainDisplay:
     """Log lines for notable events and a status line every ``every_s`` seconds (stdout not a terminal)."""
 
-    def __init__(self, state: ProgressState, out: Any = None, every_s: float = 10.0):
+    def __init__(self, state: ProgressState, out: Any = None, every_s: float = 30.0):
         self.state, self.out, self.every_s = state, out or sys.stdout, every_s
         self._last = time.time()
 

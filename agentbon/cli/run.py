@@ -69,9 +69,10 @@ def run(
     if not tasks:
         typer.echo(f"error: {suite}: no valid tasks", err=True)
         raise typer.Exit(2)
-    config = config.model_copy(update={"run_id": config.run_id or default_run_id(str(suite), config)})
-    console.print(f"run {config.run_id}: {len(tasks)} tasks x {config.n} -> {Path(config.run_dir) / config.run_id}")
-    display = make_display(config.run_id, console)
+    run_id = config.run_id or default_run_id(str(suite), config)
+    config = config.model_copy(update={"run_id": run_id})
+    console.print(f"run {run_id}: {len(tasks)} tasks x {config.n} -> {Path(config.run_dir) / run_id}")
+    display = make_display(run_id, console)
     _terminate_like_ctrl_c()
     try:
         with display:

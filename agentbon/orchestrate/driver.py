@@ -122,8 +122,8 @@ class Driver(Outcomes, Verification, Supervision):
             if not book.prepared:
                 if not book.preparing and preparing < PREPARE_AHEAD:
                     book.preparing, preparing = True, preparing + 1
-                    ref = self._remote_prepare.remote(self._task_refs[book.task.task_id], self._config_ref, self._factories_ref)
-                    self.inflight[ref] = Unit("prepare", book.task.task_id)
+                    prep = self._remote_prepare.remote(self._task_refs[book.task.task_id], self._config_ref, self._factories_ref)
+                    self.inflight[prep] = Unit("prepare", book.task.task_id)
                 continue
             while book.queued and rollouts < self.config.max_pending:
                 spec = book.queued.popleft()

@@ -75,6 +75,7 @@ class Outcomes:
         book = self.books[unit.task_id]
         book.running -= 1
         spec = unit.spec
+        assert spec is not None
         if outcome is None:
             assert failure is not None
             if unit.cancel == "early_stop":

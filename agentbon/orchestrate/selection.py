@@ -59,7 +59,7 @@ class SelectionStage:
             out.append(selection)
         return out
 
-    def select_task(self, book: Any, verdicts: dict[str, dict[str, Verdict]], emit: Any) -> None:
+    def select_task(self, book: Any, verdicts: dict[Any, dict[str, Verdict]], emit: Any) -> None:
         """Select one task that has nothing open, record its selections and any selector errors."""
         task = book.task
         for selection in self.run(task, list(book.finished.values()), verdicts["evidence"], verdicts["grade"]):

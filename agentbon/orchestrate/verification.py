@@ -19,6 +19,7 @@ class Verification:
 
     def _on_verify(self: Any, unit: Unit, verdicts: list[Verdict] | None, failure: Failure | None) -> None:
         rollout = unit.rollout
+        assert rollout is not None
         book = self.books[unit.task_id]
         book.verifying -= 1
         if verdicts is None:

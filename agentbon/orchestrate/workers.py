@@ -72,7 +72,7 @@ def run_rollout(task: Task, spec: RolloutSpec, config: RunConfig, factories: Fac
     report_start(tracker, f"rollout:{spec.rollout_id}:{spec.attempt}")
     t0 = time.time()
     labels = {"run": spec.run_id, "task": spec.task_id, "rollout": spec.rollout_id, "attempt": str(spec.attempt)}
-    times = {"setup_s": 0.0, "sandbox_s": 0.0, "model_s": 0.0}
+    times: dict[str, Any] = {"setup_s": 0.0, "sandbox_s": 0.0, "model_s": 0.0}
     messages: list[dict[str, Any]] = []
     server = False
     dog = Watchdog(config.deadline_s)
@@ -128,7 +128,8 @@ def run_verify(
     report_start(tracker, f"verify:{rollout.rollout_id}:{attempt}")
     verifier = cached("verifier", factories.verifier, config)
     out: dict[Role, Verdict] = {}
-    for role in ["grade"] if task.evidence_is_grade else roles:
+    run_roles: list[Role] = ["grade"] if task.evidence_is_grade else list(roles)
+    for role in run_roles:
         t0 = time.time()
         dog = Watchdog(budget_s)
         try:
