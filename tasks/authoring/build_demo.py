@@ -10,6 +10,10 @@ the same on every machine. The tests decide the lists in task.yaml: PASS_TO_PASS
 pass at base and after the fix, FAIL_TO_PASS those that fail at base (with the hidden tests added) and
 pass after the fix; the build stops if anything else happens (a visible test failing at base, a hidden
 test passing at base, any test failing after the fix).
+
+A ``kind: migration`` recipe has no ``hidden/``: the repository's own tests are evidence and grade, FAIL_TO_PASS are those failing at base, and there is no test patch. ``indent_lists: true``
+writes task.yaml's lists indented under their key (the ported demo-b-*/demo-migrate-* tasks). A commit
+may list files to ``delete``.
 """
 
 from __future__ import annotations
@@ -80,9 +84,11 @@ class _Literal(str):
     """A string written as a YAML block scalar."""
 
 
-def _dump_yaml(data: dict) -> str:
+def _dump_yaml(data: dict, indent_lists: bool = False) -> str:
     class Dumper(yaml.SafeDumper):
-        pass
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            # indent_lists: "key:\n    - item" (the ported demo-b/migrate task.yaml files) instead of "key:\n  - item"
+            return super().increase_indent(flow, indentless and not indent_lists)
 
     Dumper.add_representer(_Literal, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style="|"))
     return yaml.dump(data, Dumper=Dumper, sort_keys=False, width=120, allow_unicode=True)
@@ -106,27 +112,51 @@ def make_history(recipe_dir: Path, repo: Path) -> str:
 
 
 def make_patches(recipe_dir: Path, repo: Path, base: str) -> tuple[str, str]:
-    """The hidden-test patch and the gold patch, both against ``base``."""
-    return diff_of(repo, recipe_dir / "hidden", base), diff_of(repo, recipe_dir / "gold", base)
+    """The hidden-test patch (empty for a recipe without ``hidden/``: a migration) and the gold patch, against ``base``."""
+    hidden = recipe_dir / "hidden"
+    test_patch = diff_of(repo, hidden, base) if hidden.is_dir() else ""
+    return test_patch, diff_of(repo, recipe_dir / "gold", base)
+
+
+def _bugfix_lists(task_id: str, recipe_dir: Path, repo: Path) -> tuple[dict, dict, dict]:
+    """Test outcomes at base (visible only), at base with the hidden tests, and with the fix too."""
+    visible = run_tests(repo)
+    if any(v != "PASSED" for v in visible.values()):
+        raise BuildError(f"{task_id}: visible tests must pass at base: {visible}")
+    overlay(recipe_dir / "hidden", repo)
+    before = run_tests(repo)
+    overlay(recipe_dir / "gold", repo)
+    return visible, before, run_tests(repo)
+
+
+def _migration_lists(task_id: str, recipe_dir: Path, repo: Path) -> tuple[dict, dict, dict]:
+    """Test outcomes at base and with the fix; the repository's own tests are evidence and grade alike."""
+    before = run_tests(repo)
+    overlay(recipe_dir / "gold", repo)
+    after = run_tests(repo)
+    if set(after) != set(before):
+        raise BuildError(f"{task_id}: a migration's fix must keep the same tests: {sorted(set(after) ^ set(before))}")
+    return {}, before, after
 
 
 def build(recipe_dir: Path, out_root: Path = SUITE) -> str:
-    """Build one task folder from its recipe; the base commit's sha."""
+    """Build one task folder from its recipe; the base commit's sha.
+
+    A ``kind: migration`` recipe has no ``hidden/``: no test patch, the tests failing at base are FAIL_TO_PASS,
+    and evidence_is_grade is true.
+    """
     recipe = yaml.safe_load((recipe_dir / "recipe.yaml").read_text())
     task_id = recipe["task_id"]
+    migration = recipe.get("kind", "bugfix") == "migration"
+    if migration == (recipe_dir / "hidden").is_dir():
+        raise BuildError(f"{task_id}: a recipe has hidden/ exactly when it is not kind: migration")
     out = out_root / task_id
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
         repo.mkdir()
         base = make_history(recipe_dir, repo)
-        visible = run_tests(repo)
-        if any(v != "PASSED" for v in visible.values()):
-            raise BuildError(f"{task_id}: visible tests must pass at base: {visible}")
         test_patch, gold_patch = make_patches(recipe_dir, repo, base)
-        overlay(recipe_dir / "hidden", repo)
-        before = run_tests(repo)
-        overlay(recipe_dir / "gold", repo)
-        after = run_tests(repo)
+        visible, before, after = (_migration_lists if migration else _bugfix_lists)(task_id, recipe_dir, repo)
         git(repo, "reset", "-q", "--hard", base)
         git(repo, "clean", "-q", "-fdx")
         if any(v != "PASSED" for v in after.values()):
@@ -134,33 +164,31 @@ def build(recipe_dir: Path, out_root: Path = SUITE) -> str:
         fail_to_pass = [t for t in after if before.get(t) != "PASSED"]
         pass_to_pass = [t for t in after if before.get(t) == "PASSED"]
         if not fail_to_pass or set(visible) - set(pass_to_pass):
-            raise BuildError(f"{task_id}: need hidden tests failing at base and every visible test kept: {before}")
+            raise BuildError(f"{task_id}: need tests failing at base and every visible test kept: {before}")
 
         out.mkdir(parents=True, exist_ok=True)
         for stale in out.glob("*"):
             stale.unlink()
         git(repo, "bundle", "create", "-q", str(out / "repo.bundle"), "--all")
     (out / "gold.patch").write_text(gold_patch)
-    (out / "test.patch").write_text(test_patch)
+    grade = {"runner": "pytest", "fail_to_pass": fail_to_pass, "pass_to_pass": pass_to_pass}
     spec = {
         "task_id": task_id,
-        "kind": "bugfix",
+        "kind": recipe.get("kind", "bugfix"),
         "difficulty": recipe["difficulty"],
         "problem_statement": _Literal(recipe["problem_statement"].strip() + "\n"),
         "repo": {"url": "repo.bundle", "base_commit": base},
         "environment": {"python_packages": []},
-        "evidence": {"runner": "pytest", "pass_to_pass": list(visible)},
-        "grade": {
-            "runner": "pytest",
-            "fail_to_pass": fail_to_pass,
-            "pass_to_pass": pass_to_pass,
-            "patch_file": "test.patch",
-        },
-        "gold_patch_file": "gold.patch",
-        "evidence_is_grade": False,
     }
-    (out / "task.yaml").write_text(_dump_yaml(spec))
-    print(f"{task_id}: base {base}, {len(visible)} visible, FAIL_TO_PASS {fail_to_pass}")
+    if not migration:
+        (out / "test.patch").write_text(test_patch)
+        spec["evidence"] = {"runner": "pytest", "pass_to_pass": list(visible)}
+        grade["patch_file"] = "test.patch"
+    spec |= {"grade": grade, "gold_patch_file": "gold.patch", "evidence_is_grade": migration}
+    (out / "task.yaml").write_text(_dump_yaml(spec, indent_lists=recipe.get("indent_lists", False)))
+    print(
+        f"{task_id}: base {base}, {len(visible)} visible, {len(pass_to_pass)} PASS_TO_PASS, FAIL_TO_PASS {fail_to_pass}"
+    )
     return base
 
 
