@@ -1,0 +1,18 @@
+"""VAT rates and per-line VAT (see README for the rounding rule)."""
+from decimal import ROUND_HALF_UP, Decimal
+
+RATES = {"standard": 0.20, "reduced": 0.05, "zero": 0.0}
+
+
+def rate_for(category: str) -> float:
+    try:
+        return RATES[category]
+    except KeyError:
+        raise ValueError(f"unknown VAT category {category!r}; expected one of {sorted(RATES)}") from None
+
+
+def line_tax(net_cents: int, category: str) -> int:
+    """VAT in cents on a line's net amount, rounded half-up to the cent."""
+    # Decimal, not float: 0.05 has no exact binary value and round() sends halves to the even neighbour
+    exact = Decimal(net_cents) * Decimal(str(rate_for(category)))
+    return int(exact.quantize(Decimal(1), rounding=ROUND_HALF_UP))

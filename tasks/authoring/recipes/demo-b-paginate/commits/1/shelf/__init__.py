@@ -1,0 +1,1 @@
+"""shelf: a tiny book catalog."""

@@ -1,0 +1,1 @@
+"""Skycast API client."""
