@@ -70,6 +70,8 @@ def run(tasks: list[Task], work: Path, backend, concurrency: int, dedupe: bool) 
     cache = VerdictCache() if dedupe else None
     verifier = TestVerifier(backend, VerifyConfig(timeout_s=300, dedupe=dedupe), cache=cache, labels={"stage": "bench"})
     jobs = [(task, rollout, ok) for task in tasks for rollout, ok in candidates(task, work)]
+    # Rollouts of one task finish at different times: interleave tasks so identical patches are rarely in flight together.
+    jobs.sort(key=lambda job: job[1].index)
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         verdicts = list(pool.map(lambda job: verifier.verify(job[0], job[1], "grade"), jobs))
