@@ -22,6 +22,9 @@ _SUPPORTS_N = {"llama-cpp": False, "vllm": True}
 
 def client_for(config: ModelConfig, endpoint: str, supports_n: bool | None = None) -> OpenAIClient:
     """A client for ``endpoint`` with the config's name, key, timeout, retries and default sampling."""
+    # llama.cpp answers one request at a time: fanning out in parallel would only queue requests on the
+    # server, where the waiting counts against each request's timeout.
+    serialised = supports_n is False and config.launcher == "llama-cpp"
     return OpenAIClient(
         endpoint,
         config.name,
@@ -29,6 +32,7 @@ def client_for(config: ModelConfig, endpoint: str, supports_n: bool | None = Non
         timeout_s=config.timeout_s,
         retries=config.retries,
         supports_n=supports_n,
+        fanout_workers=1 if serialised else 8,
         defaults={"temperature": config.temperature, "top_p": config.top_p, "max_tokens": config.max_tokens},
     )
 

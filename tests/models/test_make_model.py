@@ -26,6 +26,14 @@ def test_endpoint_config_gives_a_client_with_the_config_defaults():
     assert (body["model"], body["temperature"], body["top_p"], body["max_tokens"]) == ("served", 0.3, 0.9, 77)
 
 
+def test_clients_of_a_llama_server_fan_out_one_request_at_a_time():
+    from agentbon.models import client_for
+
+    assert client_for(ModelConfig(), "http://x/v1", supports_n=False).fanout_workers == 1
+    assert client_for(ModelConfig(launcher="vllm"), "http://x/v1", supports_n=True).fanout_workers > 1
+    assert client_for(ModelConfig(), "http://x/v1").fanout_workers > 1  # unknown server: parallel
+
+
 def test_llama_command_queues_requests_instead_of_interrupting():
     cmd = llama_cpp_command("/m.gguf", port=1234, threads=1, ctx=4096, alias="q")
     assert cmd[1:3] == ["-m", "llama_cpp.server"]
