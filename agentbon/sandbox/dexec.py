@@ -41,7 +41,7 @@ class Executor:
         abandoned = self._pump(exec_id, stream, cap, started + timeout + KILL_GRACE_S + BACKSTOP_S)
         exit_code = -1 if abandoned else self._exit_code(exec_id)
         if exit_code < 0 or exit_code >= 128:  # killed: perhaps with its container
-            self._check_alive()
+            self._check_alive(settle_s=0.5)
         duration = time.monotonic() - started
         timed_out = abandoned or is_timeout(exit_code, duration, timeout)
         output = cap.text()
@@ -118,13 +118,23 @@ class Executor:
         self._check_alive()
         return -1
 
-    def _check_alive(self) -> None:
-        try:
-            state = self.api.inspect_container(self.cid)["State"]
-        except docker.errors.APIError as e:
-            raise gone_or_raise(e, f"container {self.cid[:12]}") from e
-        if not state.get("Running"):
-            raise gone_or_raise(docker.errors.APIError("container is not running"), f"container {self.cid[:12]}")
+    def _check_alive(self, settle_s: float = 0.0) -> None:
+        """Raise ``SandboxGone`` when the container is gone or stopped.
+
+        ``settle_s``: a forced removal kills the container's processes a moment before the engine marks
+        the container as no longer running, so after a killed command look again for that long.
+        """
+        deadline = time.monotonic() + settle_s
+        while True:
+            try:
+                state = self.api.inspect_container(self.cid)["State"]
+            except docker.errors.APIError as e:
+                raise gone_or_raise(e, f"container {self.cid[:12]}") from e
+            if not state.get("Running") or state.get("Dead") or state.get("Status") in ("removing", "exited", "dead"):
+                raise gone_or_raise(docker.errors.APIError("container is not running"), f"container {self.cid[:12]}")
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.1)
 
     def _new_oom_kill(self) -> bool:
         """True when the container's memory cgroup counted an OOM kill since we last looked."""
