@@ -6,7 +6,7 @@ import queue
 import re
 import threading
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import docker
 
@@ -19,7 +19,34 @@ BACKSTOP_S = 15.0
 """Seconds past ``timeout -k`` after which the host stops waiting (a frozen container, a stuck engine)."""
 LINGER_S = 1.0
 """How long output is still read after the command ended (a background process may hold the pipe forever)."""
+POLL_MAX_S = 5.0
+"""Longest interval between checks that a command whose output stream is still open is still running."""
 OOM_FILES = "/sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events"  # cgroup v1, v2
+
+
+class Captured(NamedTuple):
+    """A command's exit and raw output bytes (``Executor.capture``)."""
+
+    exit_code: int
+    data: bytes
+    timed_out: bool
+    truncated: bool
+
+
+class ByteSink:
+    """Keeps the first ``limit`` bytes of a stream exactly, counting the rest."""
+
+    def __init__(self, limit: int):
+        self.limit, self.data, self.dropped = limit, bytearray(), 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        self.data += chunk[: max(room, 0)]
+        self.dropped += max(len(chunk) - max(room, 0), 0)
+
+    @property
+    def truncated(self) -> bool:
+        return self.dropped > 0
 
 
 class Executor:
@@ -31,19 +58,8 @@ class Executor:
 
     def run(self, command: str, timeout: float, cwd: str) -> ExecResult:
         """Run ``command``; a failed or timed-out command is data, a vanished container raises ``SandboxGone``."""
-        started = time.monotonic()
-        try:
-            exec_id = self.api.exec_create(self.cid, timeout_argv(command, timeout), workdir=cwd)["Id"]
-            stream = self.api.exec_start(exec_id, stream=True, demux=False)
-        except docker.errors.APIError as e:
-            raise gone_or_raise(e, f"exec in container {self.cid[:12]}") from e
         cap = OutputCap(self.config.output_limit)
-        abandoned = self._pump(exec_id, stream, cap, started + timeout + KILL_GRACE_S + BACKSTOP_S)
-        exit_code = -1 if abandoned else self._exit_code(exec_id)
-        if exit_code < 0 or exit_code >= 128:  # killed: perhaps with its container
-            self._check_alive(settle_s=0.5)
-        duration = time.monotonic() - started
-        timed_out = abandoned or is_timeout(exit_code, duration, timeout)
+        exit_code, duration, timed_out = self._run(command, timeout, cwd, cap)
         output = cap.text()
         if timed_out:
             output += f"\n[agentbon: command timed out after {timeout:g}s and was killed]"
@@ -57,8 +73,34 @@ class Executor:
             duration_s=round(duration, 3),
         )
 
-    def _pump(self, exec_id: str, stream: Any, cap: OutputCap, deadline: float) -> bool:
-        """Feed the stream into ``cap`` until it ends; True when the backstop deadline passed first."""
+    def capture(self, command: str, timeout: float, cwd: str, limit: int) -> Captured:
+        """Run ``command`` and keep its raw output bytes (the first ``limit``), for payloads such as a patch."""
+        sink = ByteSink(limit)
+        exit_code, _, timed_out = self._run(command, timeout, cwd, sink)
+        return Captured(exit_code, bytes(sink.data), timed_out, sink.truncated)
+
+    def _run(self, command: str, timeout: float, cwd: str, sink: OutputCap | ByteSink) -> tuple[int, float, bool]:
+        """Run ``command`` feeding its output to ``sink``; return its exit code, seconds, and whether it timed out."""
+        started = time.monotonic()
+        try:
+            exec_id = self.api.exec_create(self.cid, timeout_argv(command, timeout), workdir=cwd)["Id"]
+            stream = self.api.exec_start(exec_id, stream=True, demux=False)
+        except docker.errors.APIError as e:
+            raise gone_or_raise(e, f"exec in container {self.cid[:12]}") from e
+        abandoned = self._pump(exec_id, stream, sink, started + timeout + KILL_GRACE_S + BACKSTOP_S)
+        exit_code = -1 if abandoned else self._exit_code(exec_id)
+        if exit_code < 0 or exit_code >= 128:  # killed: perhaps with its container
+            self._check_alive(settle_s=0.5)
+        duration = time.monotonic() - started
+        return exit_code, duration, abandoned or is_timeout(exit_code, duration, timeout)
+
+    def _pump(self, exec_id: str, stream: Any, cap: OutputCap | ByteSink, deadline: float) -> bool:
+        """Feed the stream into ``cap`` until it ends; True when the backstop deadline passed first.
+
+        The stream normally ends with the command. It does not when a process that escaped the command's
+        process group still holds the pipe, so while it lasts the engine is asked whether the exec is still
+        running, at growing intervals (1 s, then up to ``POLL_MAX_S``): long commands cost few round-trips.
+        """
         chunks: queue.SimpleQueue[bytes | BaseException | None] = queue.SimpleQueue()
 
         def read() -> None:
@@ -71,7 +113,7 @@ class Executor:
 
         reader = threading.Thread(target=read, name=f"exec-{exec_id[:8]}", daemon=True)
         reader.start()
-        checked = time.monotonic()
+        checked, interval = time.monotonic(), 1.0
         ended: float | None = None
         try:
             while True:
@@ -86,8 +128,8 @@ class Executor:
                     return False
                 if isinstance(item, bytes):
                     cap.feed(item)
-                if ended is None and now - checked >= 1.0:
-                    checked = now
+                if ended is None and now - checked >= interval:
+                    checked, interval = now, min(interval * 2, POLL_MAX_S)
                     if not self._running(exec_id):
                         ended = now
                 if ended is not None and now - ended > LINGER_S:
@@ -107,14 +149,16 @@ class Executor:
             return False  # the container went: _exit_code raises SandboxGone
 
     def _exit_code(self, exec_id: str) -> int:
-        for _ in range(50):  # the stream can end a moment before the engine records the exit
+        deadline, pause = time.monotonic() + 5.0, 0.01
+        while time.monotonic() < deadline:  # the stream can end a moment before the engine records the exit
             try:
                 info = self.api.exec_inspect(exec_id)
             except docker.errors.APIError as e:
                 raise gone_or_raise(e, f"exec in container {self.cid[:12]}") from e
             if not info["Running"] and info.get("ExitCode") is not None:
                 return int(info["ExitCode"])
-            time.sleep(0.1)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
         self._check_alive()
         return -1
 

@@ -37,11 +37,16 @@ def _gone_if_missing(api: docker.APIClient, cid: str) -> None:
         raise SandboxGone(f"container {cid[:12]} is not running")
 
 
-def stat(api: docker.APIClient, cid: str, path: str) -> dict[str, Any] | None:
-    """The engine's stat of ``path`` (name, size, mode, linkTarget); None when there is no such file."""
+def stat(api: docker.APIClient, cid: str, path: str, check_gone: bool = True) -> dict[str, Any] | None:
+    """The engine's stat of ``path`` (name, size, mode, linkTarget); None when there is no such file.
+
+    A 404 does not say whether the file or the container is missing, so the container is then inspected,
+    unless ``check_gone`` is False because the caller's next engine call will tell.
+    """
     response = api.head(api._url("/containers/{0}/archive", cid), params={"path": path})
     if response.status_code == 404:
-        _gone_if_missing(api, cid)
+        if check_gone:
+            _gone_if_missing(api, cid)
         return None
     api._raise_for_status(response)
     return decode_json_header(response.headers["X-Docker-Container-Path-Stat"])
@@ -58,7 +63,7 @@ def _put(api: docker.APIClient, cid: str, data: bytes | Any) -> None:
 def write_file(api: docker.APIClient, cid: str, path: str, content: str | bytes) -> None:
     """Write ``content`` at the absolute ``path``; an existing file keeps its mode, new ones are 0644."""
     data = content.encode() if isinstance(content, str) else bytes(content)
-    info = stat(api, cid, path)
+    info = stat(api, cid, path, check_gone=False)  # a gone container fails the put, which then says so
     if info and info["mode"] & MODE_DIR:
         raise IsADirectoryError(f"{path} is a directory")
     member = tarfile.TarInfo(path.lstrip("/"))
@@ -70,19 +75,39 @@ def write_file(api: docker.APIClient, cid: str, path: str, content: str | bytes)
     _put(api, cid, buffer.getvalue())
 
 
+def _open_archive(api: docker.APIClient, cid: str, path: str) -> tuple[Any, dict[str, Any]]:
+    """The archive response for ``path`` and its stat, in one engine call; ``FileNotFoundError`` when it is not there."""
+    response = api._get(
+        api._url("/containers/{0}/archive", cid),
+        params={"path": path},
+        stream=True,
+        headers={"Accept-Encoding": "identity"},
+    )
+    try:
+        api._raise_for_status(response)
+        return response, decode_json_header(response.headers["X-Docker-Container-Path-Stat"])
+    except docker.errors.NotFound as e:
+        if "no such container" in str(e.explanation or e).lower():
+            raise SandboxGone(f"container {cid[:12]}: {e.explanation}") from e
+        _gone_if_missing(api, cid)  # a stopped container still answers: say it is gone, as for any miss
+        raise FileNotFoundError(f"{path}: no such file in the sandbox") from e
+    except docker.errors.APIError as e:
+        raise gone_or_raise(e, f"container {cid[:12]}") from e
+
+
 def read_file(api: docker.APIClient, cid: str, path: str, _depth: int = 0) -> bytes:
     """The bytes of the file at the absolute ``path`` (symlinks followed)."""
-    info = stat(api, cid, path)
-    if info is None:
-        raise FileNotFoundError(f"{path}: no such file in the sandbox")
-    if info["mode"] & MODE_DIR:
-        raise IsADirectoryError(f"{path} is a directory")
-    if info["mode"] & MODE_SYMLINK and info.get("linkTarget") and _depth < 16:
-        return read_file(api, cid, info["linkTarget"], _depth + 1)
-    if info["size"] > MAX_READ_BYTES:
+    response, info = _open_archive(api, cid, path)
+    if info["mode"] & (MODE_DIR | MODE_SYMLINK) or info["size"] > MAX_READ_BYTES:
+        response.close()  # the stat came with the headers: do not download what is not returned
+        if info["mode"] & MODE_DIR:
+            raise IsADirectoryError(f"{path} is a directory")
+        if info["mode"] & MODE_SYMLINK and info.get("linkTarget") and _depth < 16:
+            return read_file(api, cid, posixpath.join(posixpath.dirname(path), info["linkTarget"]), _depth + 1)
+        if info["mode"] & MODE_SYMLINK:
+            raise OSError(f"{path}: a symbolic link loop or an unreadable link")
         raise OSError(f"{path} is {info['size']} bytes, over read_file's {MAX_READ_BYTES}; use copy_out")
-    stream, _ = api.get_archive(cid, path)
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+    with response, tarfile.open(fileobj=io.BytesIO(response.content)) as archive:
         member = archive.next()
         handle = archive.extractfile(member) if member else None
         if handle is None:

@@ -18,7 +18,7 @@ from agentbon.sandbox.common import GIT_IDENTITY, container_labels, slug
 from agentbon.sandbox.dexec import Executor
 from agentbon.sandbox.engine import docker_client, engine_errors, reap_containers
 from agentbon.sandbox.images import TaskImage, task_image
-from agentbon.sandbox.patch import take_patch
+from agentbon.sandbox.patch import stream_patch
 from agentbon.types import ExecResult, Task
 
 log = logging.getLogger(__name__)
@@ -32,11 +32,17 @@ class DockerSandbox:
     isolation = "docker"
 
     def __init__(
-        self, client: docker.DockerClient, container: Any, image: TaskImage, config: SandboxConfig, setup_s: float = 0.0
+        self,
+        client: docker.DockerClient,
+        container_id: str,
+        name: str,
+        image: TaskImage,
+        config: SandboxConfig,
+        setup_s: float = 0.0,
     ):
-        self._client, self._api, self._container = client, client.api, container
-        self.id: str = container.id[:12]
-        self.name: str = container.name
+        self._client, self._api, self._cid = client, client.api, container_id
+        self.id: str = container_id[:12]
+        self.name: str = name
         self.image = image.ref
         self.workdir = image.workdir
         self.base_commit = image.base_commit
@@ -45,7 +51,7 @@ class DockerSandbox:
         """Seconds it took to start the container."""
         self.started_at = time.time()
         self.closed = False
-        self._executor = Executor(self._api, container.id, config)
+        self._executor = Executor(self._api, container_id, config)
 
     # ---------------------------------------------------------------- commands
 
@@ -58,10 +64,15 @@ class DockerSandbox:
             return self._executor.run(command, limit, cwd)
 
     def diff(self) -> str:
-        """The working tree against the base commit as a binary-safe git diff, new files included."""
+        """The working tree against the base commit as a binary-safe git diff, new files included (one exec)."""
         self._check_open()
+
+        def capture(script: str, timeout: float, limit: int) -> tuple[int, bytes]:
+            got = self._executor.capture(script, timeout, self.workdir, limit)
+            return got.exit_code, got.data
+
         with engine_errors("diff"):
-            return take_patch(lambda cmd, t: self.exec(cmd, timeout=t), self.read_file, self.base_commit)
+            return stream_patch(capture, self.base_commit)
 
     # ------------------------------------------------------------------- files
 
@@ -69,25 +80,25 @@ class DockerSandbox:
         """Write a file (relative to ``workdir``); parents are created, an existing file keeps its mode."""
         self._check_open()
         with engine_errors("write_file"):
-            dfiles.write_file(self._api, self._container.id, dfiles.absolute(self.workdir, path), content)
+            dfiles.write_file(self._api, self._cid, dfiles.absolute(self.workdir, path), content)
 
     def read_file(self, path: str) -> bytes:
         """A file's bytes (relative to ``workdir``); ``FileNotFoundError`` when it is not there."""
         self._check_open()
         with engine_errors("read_file"):
-            return dfiles.read_file(self._api, self._container.id, dfiles.absolute(self.workdir, path))
+            return dfiles.read_file(self._api, self._cid, dfiles.absolute(self.workdir, path))
 
     def copy_in(self, host_path: str, dest: str) -> None:
         """Copy a host file or directory to ``dest`` in the sandbox (relative to ``workdir``)."""
         self._check_open()
         with engine_errors("copy_in"):
-            dfiles.copy_in(self._api, self._container.id, host_path, dfiles.absolute(self.workdir, dest))
+            dfiles.copy_in(self._api, self._cid, host_path, dfiles.absolute(self.workdir, dest))
 
     def copy_out(self, src: str, host_dest: str) -> None:
         """Copy a sandbox file or directory (relative to ``workdir``) to ``host_dest`` on the host."""
         self._check_open()
         with engine_errors("copy_out"):
-            dfiles.copy_out(self._api, self._container.id, dfiles.absolute(self.workdir, src), host_dest)
+            dfiles.copy_out(self._api, self._cid, dfiles.absolute(self.workdir, src), host_dest)
 
     # --------------------------------------------------------------- lifecycle
 
@@ -99,7 +110,7 @@ class DockerSandbox:
         """True while the container exists and runs."""
         try:
             with engine_errors("inspect"):
-                return bool(self._api.inspect_container(self._container.id)["State"]["Running"])
+                return bool(self._api.inspect_container(self._cid)["State"]["Running"])
         except docker.errors.NotFound:
             return False
 
@@ -110,7 +121,7 @@ class DockerSandbox:
         self.closed = True
         try:
             with engine_errors("close"):
-                self._container.remove(force=True, v=True)
+                self._api.remove_container(self._cid, force=True, v=True)  # no stop first: kill and remove
         except docker.errors.NotFound:
             pass
         except docker.errors.APIError as e:
@@ -175,40 +186,54 @@ class DockerBackend:
         for attempt in (1, 2):
             try:
                 with engine_errors("container start"):
-                    container = self._start(image, name, tags)
+                    container_id = self._start(image, name, tags)
                 break
             except docker.errors.ImageNotFound:
                 if attempt == 2:
                     raise
                 self._images.pop(self._memo_key(task), None)  # removed since prepare(): build it again
                 image = self.image_for(task)
-        return DockerSandbox(self.client, container, image, self.config, setup_s=time.monotonic() - started)
+        return DockerSandbox(self.client, container_id, name, image, self.config, setup_s=time.monotonic() - started)
 
-    def _start(self, image: TaskImage, name: str, tags: dict[str, str]) -> Any:
+    def _start(self, image: TaskImage, name: str, tags: dict[str, str]) -> str:
+        """Create and start the container (two engine calls, no inspect); return its id."""
+        api = self.client.api
+        host_config = api.create_host_config(
+            network_mode=self.config.network,
+            nano_cpus=int(self.config.cpus * 1e9),
+            mem_limit=self.config.memory,
+            memswap_limit=self.config.memory,
+            pids_limit=self.config.pids,
+            init=True,
+        )
         try:
-            return self.client.containers.run(
+            cid = api.create_container(
                 image.ref,
                 entrypoint=["sleep"],
                 command=["infinity"],
                 detach=True,
                 name=name,
                 labels=tags,
-                network_mode=self.config.network,
-                nano_cpus=int(self.config.cpus * 1e9),
-                mem_limit=self.config.memory,
-                memswap_limit=self.config.memory,
-                pids_limit=self.config.pids,
-                init=True,
                 working_dir=image.workdir,
                 environment=SANDBOX_ENV,
                 hostname="sandbox",
-            )
+                host_config=host_config,
+            )["Id"]
+            try:
+                api.start(cid)
+            except docker.errors.APIError:
+                self._discard(cid)
+                raise
+            return cid
         except requests.Timeout as e:
-            try:  # it may still come up after we gave up on it
-                self.client.containers.get(name).remove(force=True)
-            except (docker.errors.APIError, requests.RequestException):
-                pass
+            self._discard(name)  # it may still come up after we gave up on it
             raise SandboxSetupTimeout(f"sandbox {name} did not start within {self.config.setup_timeout_s}s") from e
+
+    def _discard(self, container: str) -> None:
+        try:
+            self.client.api.remove_container(container, force=True, v=True)
+        except (docker.errors.APIError, requests.RequestException):
+            pass  # labelled: the reaper removes it
 
     def reap(self, labels: dict[str, str] | None = None) -> int:
         """Remove leftover agentbon containers with the labels (all of them when none are given)."""
