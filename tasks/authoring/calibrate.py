@@ -10,6 +10,7 @@ the N candidates the grade resolves, and pass@1 / pass@N; figures only, nothing 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from math import comb
 from pathlib import Path
@@ -35,6 +36,9 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=8, help="rollouts per task")
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads")
     parser.add_argument("--backend", default="docker", choices=["docker", "process"], help="sandbox backend")
+    parser.add_argument(
+        "--tries", type=int, default=AgentConfig().malformed_limit, help="replies per rollout while no edit applies"
+    )
     parser.add_argument("--save", type=Path, help="write each candidate patch to SAVE/<task>/<i>.diff")
     parser.add_argument("-v", "--verbose", action="store_true", help="one line per rollout")
     parser.add_argument("--endpoint", help="an OpenAI-compatible endpoint instead of a local server")
@@ -45,7 +49,7 @@ def main() -> None:
     wanted = set(args.tasks)
     tasks = [t for t in tasks if (t.task_id in wanted if wanted else t.task_id.startswith("demo-a-"))]
     model_config = ModelConfig(threads=args.threads, endpoint=args.endpoint)
-    agent = EditAgent(AgentConfig(type="edit"), model_config)
+    agent = EditAgent(AgentConfig(type="edit", malformed_limit=args.tries), model_config)
     backend = make_backend(SandboxConfig(backend=args.backend))
     verifier = TestVerifier(backend)
     started = time.monotonic()
@@ -61,6 +65,7 @@ def main() -> None:
                 if args.save:
                     (args.save / task.task_id).mkdir(parents=True, exist_ok=True)
                     (args.save / task.task_id / f"{i}.diff").write_text(patch)
+                    (args.save / task.task_id / f"{i}.json").write_text(json.dumps(result.messages, indent=1))
                 verdict = verifier.verify(task, rollout, "grade") if patch.strip() else None
                 resolved += bool(verdict and verdict.resolved)
                 statuses.append("R" if verdict and verdict.resolved else result.status[:1])
