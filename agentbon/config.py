@@ -39,8 +39,8 @@ class ModelConfig(Section):
     """OpenAI-compatible base URL (``http://host:8000/v1``). None: agentbon starts the embedded default server."""
     name: str = "qwen2.5-coder-1.5b-instruct"
     """Model name sent to the endpoint."""
-    launcher: Literal["llama-cpp", "vllm"] = "llama-cpp"
-    """Which server agentbon starts when no endpoint is given."""
+    launcher: Literal["llama-cpp", "vllm", "vllm-actors"] = "llama-cpp"
+    """What agentbon starts when no endpoint is given: a llama.cpp or vLLM server, or vLLM engines as Ray actors."""
     path: str | None = None
     """Weights for a local server: a GGUF file (llama-cpp) or an HF directory / hub id (vllm). None: the default."""
     api_key: str | None = None
@@ -58,6 +58,15 @@ class ModelConfig(Section):
     """CPU threads for a local server."""
     ctx: int = 8192
     """Context length for a local server."""
+    engines: int = Field(default=1, ge=1)
+    """``vllm-actors``: vLLM engine actors; each task's rollouts stay on one (its prefix cache)."""
+    max_inflight: int = Field(default=64, ge=1)
+    """``vllm-actors``: requests one engine holds at once before a task's requests spill to another engine."""
+    vllm_python: str | None = None
+    """``vllm-actors``: interpreter of the engine actors (a venv with vllm, ray and agentbon). None: the venv of
+    ``scripts/setup_vllm_cpu.sh`` where it exists, else the workers' own interpreter."""
+    pool: str | None = None
+    """Set by the driver, not by hand: the name of the Ray engine pool (``vllm-actors``) serving this run."""
 
 
 class AgentConfig(Section):

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from agentbon.config import ModelConfig
+from agentbon.errors import ConfigError
 from agentbon.models.openai_client import OpenAIClient
 from agentbon.models.server import LocalServer
 
@@ -45,6 +47,8 @@ def local_server(
     log: Callable[[str], None] = lambda msg: None,
 ) -> LocalServer:
     """The (not yet started) server ``config.launcher`` names."""
+    if config.launcher == "vllm-actors":
+        raise ConfigError("model.launcher: vllm-actors starts Ray engine actors, not a server (use vllm for a server)")
     if config.launcher == "vllm":
         from agentbon.models.vllm_server import vllm_server
 
@@ -54,13 +58,18 @@ def local_server(
     return llama_cpp_server(config, port=port, log_path=log_path, log=log)
 
 
-def make_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> OpenAIClient:
+def make_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> Any:
     """A ``Model`` for ``config``: a client of ``config.endpoint``, else of a local server it starts and owns.
 
-    Close the client (or use it as a context manager) to stop a server it started.
+    ``vllm-actors``: the engine pool ``config.pool`` names, or one it starts and owns (``PoolModels``; its
+    ``model_for(task_id)`` keeps a task's calls on one engine). Close the model to stop what it started.
     """
     if config.endpoint:
         return client_for(config, config.endpoint)
+    if config.launcher == "vllm-actors":
+        from agentbon.models.actors import PoolModels, start_pool
+
+        return PoolModels(config) if config.pool else PoolModels(config, start_pool(config, log=log))
     server = local_server(config, log=log)
     endpoint = server.start()
     log(f"{server.name} serving {config.name} at {endpoint} (ready in {server.started_s:.1f}s, log {server.log_path})")
@@ -72,7 +81,7 @@ def make_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: 
 @contextmanager
 def serving(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> Iterator[ModelConfig]:
     """Yield ``config`` with ``endpoint`` set: as given, or a local server started now and stopped on exit."""
-    if config.endpoint:
+    if config.endpoint or config.launcher == "vllm-actors":  # engine actors: make_model starts (and owns) them
         yield config
         return
     with local_server(config, log=log) as endpoint:

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+from agentbon.config import ModelConfig
+from agentbon.models.router import EnginePool
+from agentbon.models.service import ModelService
 from agentbon.models.vllm_engine import BatchingEngine, EngineActor
 
 
@@ -94,3 +98,13 @@ class FakeEngineActor(EngineActor):
 
     def batch_sizes(self) -> list[int]:
         return list(self.llm.batch_sizes)
+
+
+class FakePoolService(ModelService):
+    """A ``Factories.server`` for ``model.launcher: vllm-actors`` whose named pool holds fake engine actors."""
+
+    def start_pool(self, config: ModelConfig) -> EnginePool:
+        return EnginePool(
+            config.name, name=config.name, engines=config.engines, max_inflight=config.max_inflight, num_gpus=0,
+            actor_cls=FakeEngineActor, actor_name=f"agentbon-fake-{uuid.uuid4().hex[:8]}", ready_timeout_s=120,
+        )  # fmt: skip

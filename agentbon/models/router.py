@@ -72,6 +72,13 @@ class Router:
             self.dead.add(engine)
             self._cond.notify_all()
 
+    def revive(self, engine: int) -> None:
+        """Put a replaced engine back into the rotation, with no requests in flight."""
+        with self._cond:
+            self.dead.discard(engine)
+            self.load[engine] = 0
+            self._cond.notify_all()
+
     def stats(self) -> dict[str, Any]:
         with self._cond:
             return {"load": list(self.load), "dead": sorted(self.dead), "home": self.home_hits, "spills": self.spills}
@@ -83,10 +90,20 @@ _CONTEXT = re.compile(r"max_model_len|maximum (context|model) length|longer than
 class RoutedModel:
     """A ``Model`` bound to one task: each call goes to the engine the router picks. Picklable (Ray handles)."""
 
-    def __init__(self, name: str, task_id: str, router: Any, engines: Sequence[Any], acquire_timeout_s: float = 600.0):
+    def __init__(
+        self,
+        name: str,
+        task_id: str,
+        router: Any,
+        engines: Sequence[Any],
+        acquire_timeout_s: float = 600.0,
+        defaults: dict[str, Any] | None = None,
+    ):
         self.name, self.task_id = name, task_id
         self.router, self.engines = router, list(engines)
         self.acquire_timeout_s = acquire_timeout_s
+        self.defaults = dict(defaults or {})
+        """Sampling parameters sent with every request unless a call overrides them (as ``OpenAIClient``'s)."""
 
     def chat(self, messages: Sequence[dict[str, Any]], *, seed: int | None = None, **sampling: Any) -> ChatResponse:
         """One completion from the task's engine."""
@@ -102,6 +119,7 @@ class RoutedModel:
         import ray
         from ray.exceptions import RayActorError, RayTaskError
 
+        sampling = {**self.defaults, **sampling}
         engine = ray.get(self.router.acquire.remote(self.task_id, self.acquire_timeout_s))
         try:
             dumps = ray.get(self.engines[engine].chat.remote(list(messages), seed, n, dict(sampling)))
@@ -122,8 +140,21 @@ class RoutedModel:
         return [ChatResponse.model_validate(d) for d in dumps]
 
 
+NAMESPACE = "agentbon"
+"""Ray namespace of named engine pools (workers find a pool's actors by name, see ``attach``)."""
+
+
+def actor_names(pool: str, engines: int) -> tuple[str, list[str]]:
+    """The router's and the engines' actor names of the pool named ``pool``."""
+    return f"{pool}-router", [f"{pool}-engine-{i}" for i in range(engines)]
+
+
 class EnginePool:
-    """``engines`` vLLM engine actors plus a router actor; ``model_for(task_id)`` hands out Models."""
+    """``engines`` vLLM engine actors plus a router actor; ``model_for(task_id)`` hands out Models.
+
+    ``actor_name``: name the actors (``{actor_name}-router``, ``{actor_name}-engine-{i}``) so that Ray workers
+    can ``attach`` to the pool; ``runtime_env``: the engines' (e.g. ``py_executable`` of a venv with vllm).
+    """
 
     def __init__(
         self,
@@ -137,40 +168,84 @@ class EnginePool:
         ready_timeout_s: float = 1800.0,
         engine_kwargs: dict[str, Any] | None = None,
         actor_cls: type | None = None,
+        actor_name: str | None = None,
+        runtime_env: dict[str, Any] | None = None,
     ):
         import ray
 
         from agentbon.models.vllm_engine import EngineActor
 
         self.name = name or model
-        cls: Any = ray.remote(actor_cls or EngineActor)
+        self.actor_name, self.model, self.engine_kwargs = actor_name, model, engine_kwargs
+        self.ready_timeout_s, self.num_gpus, self.num_cpus = ready_timeout_s, num_gpus, num_cpus
+        router_name, engine_names = actor_names(actor_name or "", engines)
+        self._cls: Any = ray.remote(actor_cls or EngineActor)
         # Threaded actors: up to max_inflight requests wait in one engine's batch queue at once.
-        opts = {"num_gpus": num_gpus, "num_cpus": num_cpus, "max_concurrency": max_inflight + 2}
-        self.engines: list[Any] = [cls.options(**opts).remote(model, engine_kwargs) for _ in range(engines)]
+        self._opts: dict[str, Any] = {"num_gpus": num_gpus, "num_cpus": num_cpus, "max_concurrency": max_inflight + 2}
+        if runtime_env:
+            self._opts["runtime_env"] = runtime_env
+        self._names = engine_names if actor_name else [None] * engines
+        self.engines: list[Any] = [self._engine(i) for i in range(engines)]
         router_cls: Any = ray.remote(Router)
-        self.router: Any = router_cls.options(num_cpus=0, max_concurrency=engines * max_inflight + 64).remote(
+        named = {"name": router_name, "namespace": NAMESPACE} if actor_name else {}
+        self.router: Any = router_cls.options(num_cpus=0, max_concurrency=engines * max_inflight + 64, **named).remote(
             engines, max_inflight
         )
+        self._await_ready(self.engines, close_on_failure=True)
+
+    def _engine(self, i: int) -> Any:
+        named = {"name": self._names[i], "namespace": NAMESPACE} if self._names[i] else {}
+        return self._cls.options(**self._opts, **named).remote(self.model, self.engine_kwargs)
+
+    def _await_ready(self, engines: list[Any], close_on_failure: bool) -> None:
+        import ray
+
         try:  # surfaces a load failure (MissingExtra, out of memory) now, and engines that cannot be placed
-            ray.get([e.ready.remote() for e in self.engines], timeout=ready_timeout_s)
+            ray.get([e.ready.remote() for e in engines], timeout=self.ready_timeout_s)
         except ray.exceptions.GetTimeoutError as e:
-            self.close()
+            if close_on_failure:
+                self.close()
             raise ServerFailure(
-                f"{engines} vLLM engine(s) not ready within {ready_timeout_s:g}s: does the cluster have "
-                f"{num_gpus:g} GPU(s) and {num_cpus:g} CPU(s) free for each? (ray status)"
+                f"{len(engines)} vLLM engine(s) not ready within {self.ready_timeout_s:g}s: does the cluster have "
+                f"{self.num_gpus:g} GPU(s) and {self.num_cpus:g} CPU(s) free for each? (ray status)"
             ) from e
         except BaseException:
-            self.close()
+            if close_on_failure:
+                self.close()
             raise
+
+    def revive(self) -> list[int]:
+        """Replace the engines the router took out as dead (same names); return their indexes."""
+        import ray
+
+        dead = list(ray.get(self.router.stats.remote())["dead"])
+        for i in dead:
+            try:
+                ray.kill(self.engines[i])
+            except Exception:  # already gone
+                pass
+            self.engines[i] = self._engine(i)
+        self._await_ready([self.engines[i] for i in dead], close_on_failure=False)
+        for i in dead:
+            ray.get(self.router.revive.remote(i))
+        return dead
 
     def model_for(self, task_id: str) -> RoutedModel:
         """The Model every rollout of ``task_id`` uses."""
         return RoutedModel(self.name, task_id, self.router, self.engines)
 
     def stats(self) -> dict[str, Any]:
+        """The router's counts (load, dead, home, spills) and each live engine's request and token counts."""
         import ray
 
         stats: dict[str, Any] = ray.get(self.router.stats.remote())
+        per_engine: list[dict[str, Any] | None] = []
+        for i, engine in enumerate(self.engines):
+            try:
+                per_engine.append(None if i in stats["dead"] else ray.get(engine.stats.remote(), timeout=60))
+            except Exception:  # a dead or stuck engine has no counts to give
+                per_engine.append(None)
+        stats["engines"] = per_engine
         return stats
 
     def close(self) -> None:

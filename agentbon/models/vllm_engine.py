@@ -97,6 +97,8 @@ class BatchingEngine:
         self._queue: queue.Queue[tuple[list[dict[str, Any]], Any, Future[list[ChatResponse]]] | None] = queue.Queue()
         self.batches: list[int] = []
         """Sizes of the batches run so far (for tests and stats)."""
+        self.totals = {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
+        """Token counts of the requests answered so far; cached / prompt is the prefix-cache hit rate."""
         self._thread = threading.Thread(target=self._loop, name="vllm-batcher", daemon=True)
         self._thread.start()
 
@@ -137,7 +139,21 @@ class BatchingEngine:
             return
         latency = time.monotonic() - start
         for (_, _, future), output in zip(batch, outputs, strict=True):
-            future.set_result(responses_of(output, latency))
+            responses = responses_of(output, latency)
+            self._count(responses)
+            future.set_result(responses)
+
+    def _count(self, responses: list[ChatResponse]) -> None:
+        totals = self.totals
+        totals["requests"] += 1
+        for r in responses:
+            totals["prompt_tokens"] += r.usage.prompt_tokens
+            totals["cached_tokens"] += r.usage.cached_tokens
+            totals["completion_tokens"] += r.usage.completion_tokens
+
+    def stats(self) -> dict[str, int]:
+        """Requests, batches and token counts so far (prompt, cached prompt, completion)."""
+        return {**self.totals, "batches": len(self.batches)}
 
     def close(self) -> None:
         """Stop the batcher thread after the requests already queued."""
@@ -162,3 +178,7 @@ class EngineActor:
 
     def ready(self) -> bool:
         return True
+
+    def stats(self) -> dict[str, int]:
+        """The engine's request and token counts (``BatchingEngine.stats``)."""
+        return self.engine.stats()

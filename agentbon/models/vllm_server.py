@@ -24,6 +24,9 @@ from agentbon.models.weights import QWEN_CODER_1_5B, models_dir
 DEFAULT_HF_DIR = QWEN_CODER_1_5B.filename.removesuffix(".gguf") + "-hf"
 """Where ``scripts/setup_vllm_cpu.sh`` writes the default model converted from GGUF (under the models dir)."""
 
+VENV_PYTHON = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
+"""The interpreter of the venv ``scripts/setup_vllm_cpu.sh`` makes beside the source tree."""
+
 # KV cache of 2 GiB and both cores for the CPU engine; ignored by a GPU build.
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
 
@@ -35,7 +38,7 @@ def vllm_python() -> str:
         if not Path(explicit).is_file():
             raise ConfigError(f"AGENTBON_VLLM_PYTHON: {explicit} does not exist")
         return explicit
-    venv = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
+    venv = VENV_PYTHON
     if venv.is_file():
         return str(venv)
     if importlib.util.find_spec("vllm") is not None:

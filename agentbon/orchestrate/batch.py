@@ -111,6 +111,7 @@ def run_batch(
                     emit("warning", message=warning)
                 _drive(tasks, config, store, factories, cluster, emit, result, service)
             finally:
+                _record_model_stats(service, store)
                 service.stop()
         finally:
             cluster.shutdown()
@@ -122,6 +123,16 @@ def run_batch(
         except Exception as e:  # the run is recorded; the report can be redone with `agentbon report`
             result.report_error = f"{type(e).__name__}: {e}"
     return result
+
+
+def _record_model_stats(service: Any, store: RunStore) -> None:
+    """Record the serving side's figures (start time, prefix-cache hit rate) as a ``model_stats`` event."""
+    try:
+        stats = service.stats() if hasattr(service, "stats") else {}
+    except Exception as e:  # figures only: never fail a recorded run over them
+        stats = {"error": f"{type(e).__name__}: {e}"}
+    if stats:
+        store.append("model_stats", **stats)
 
 
 def _drive(

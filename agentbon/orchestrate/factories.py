@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentbon.config import AgentConfig, ModelConfig, RunConfig, SandboxConfig
+from agentbon.models.service import ModelService
 
 if TYPE_CHECKING:
     from agentbon.protocols import Agent, Model, SandboxBackend, Selector, Verifier
@@ -52,37 +53,9 @@ def default_selector(name: str, config: RunConfig, store: RunStore | None = None
     """A selector by name (``tests-then-critic``, ``oracle``, ...); an LLM-judge critic talks to the run's endpoint."""
     from agentbon.select import make_selector
 
-    model = default_model(config.model) if config.select.critic == "judge" and config.model.endpoint else None
+    served = config.model.endpoint or config.model.pool
+    model = default_model(config.model) if config.select.critic == "judge" and served else None
     return make_selector(name, config.select, model=model, store=store, seed=config.model.seed)
-
-
-class ModelService:
-    """The run's model endpoint: the configured one, or a local server started for the run (restartable)."""
-
-    def __init__(self, config: ModelConfig):
-        self.config = config
-        self._server: Any = None
-
-    def start(self) -> ModelConfig:
-        """Make sure the endpoint serves; return the model config with ``endpoint`` set."""
-        if self.config.endpoint:
-            return self.config
-        from agentbon.models import local_server
-
-        self._server = local_server(self.config)
-        endpoint = self._server.start()
-        return self.config.model_copy(update={"endpoint": endpoint})
-
-    def restart(self) -> None:
-        """Restart a server this run started (same port, so workers' clients keep working)."""
-        if self._server is not None:
-            self._server.stop()
-            self._server.start()
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
 
 
 def default_report(store: RunStore) -> dict | None:

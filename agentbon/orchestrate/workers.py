@@ -80,7 +80,10 @@ def run_rollout(task: Task, spec: RolloutSpec, config: RunConfig, factories: Fac
         with dog:
             backend = cached("backend", factories.backend, config.sandbox)
             prepare_once(backend, task)
-            model = TrackedModel(cached("model", factories.model, config.model), tracker)
+            model = cached("model", factories.model, config.model)
+            if hasattr(model, "model_for"):  # an engine pool: all rollouts of a task go to one engine (prefix cache)
+                model = model.model_for(spec.task_id)
+            model = TrackedModel(model, tracker)
             agent = cached("agent", factories.agent, config.agent)
             opened = time.time()
             sandbox = backend.open(task, labels)

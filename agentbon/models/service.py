@@ -1,0 +1,95 @@
+"""The run's model service on the driver: the configured endpoint, a local server, or a pool of engine actors.
+
+It also measures the serving side for the run record: start time and the prefix cache's hit rate over the
+run (vLLM's ``/metrics`` counters before and after, or the engine actors' own token counts).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from agentbon.config import ModelConfig
+
+
+class ModelService:
+    """Makes sure of the run's model (``start``), restarts what it started (``restart``), measures it (``stats``)."""
+
+    def __init__(self, config: ModelConfig):
+        self.config = config
+        self._server: Any = None
+        self._pool: Any = None
+        self._endpoint: str | None = None
+        self._baseline: dict[str, float] = {}
+        self.started_s: float | None = None
+        """Seconds until the server or engines answered (None for a given endpoint)."""
+
+    def start(self) -> ModelConfig:
+        """Make sure the model serves; return the model config with ``endpoint`` (or ``pool``) set."""
+        t0 = time.monotonic()
+        config = self.config
+        if config.endpoint:
+            self._endpoint = config.endpoint
+        elif config.launcher == "vllm-actors":
+            self._pool = self.start_pool(config)
+            config = config.model_copy(update={"pool": self._pool.actor_name})
+        else:
+            from agentbon.models import local_server
+
+            self._server = local_server(config)
+            self._endpoint = self._server.start()
+            config = config.model_copy(update={"endpoint": self._endpoint})
+        if not self.config.endpoint:
+            self.started_s = round(time.monotonic() - t0, 2)
+        if self._endpoint:
+            from agentbon.models.vllm_server import prefix_cache_stats
+
+            self._baseline = prefix_cache_stats(self._endpoint)
+        return config
+
+    def start_pool(self, config: ModelConfig) -> Any:
+        """The named ``EnginePool`` of ``vllm-actors`` (tests start fake engines here)."""
+        from agentbon.models.actors import start_pool
+
+        return start_pool(config)
+
+    def restart(self) -> None:
+        """Restart a server this run started (same port, so workers' clients keep working); replace dead engines."""
+        if self._server is not None:
+            self._server.stop()
+            self._server.start()
+        if self._pool is not None:
+            self._pool.revive()
+
+    def stats(self) -> dict[str, Any]:
+        """The serving figures of this run so far; empty where nothing is known (no ``/metrics``, no engines)."""
+        out: dict[str, Any] = {"launcher": None if self.config.endpoint else self.config.launcher}
+        if self.started_s is not None:
+            out["start_s"] = self.started_s
+        if self._pool is not None:
+            from agentbon.models.actors import pool_cache_stats
+
+            return {**out, **pool_cache_stats(self._pool.stats())}
+        if self._endpoint:
+            from agentbon.models.vllm_server import prefix_cache_stats
+
+            now = prefix_cache_stats(self._endpoint)
+            if {"queries", "hits"} <= now.keys():
+                # Counters restart with a restarted server: then the run's share is what the new one counted.
+                base = self._baseline if now["queries"] >= self._baseline.get("queries", 0) else {}
+                queries = now["queries"] - base.get("queries", 0)
+                hits = now["hits"] - base.get("hits", 0)
+                return {
+                    **out, "source": "metrics", "prefix_cache_queries": int(queries), "prefix_cache_hits": int(hits),
+                    "prefix_cache_hit_rate": round(hits / queries, 6) if queries else None,
+                }  # fmt: skip
+        return out if self.started_s is not None else {}
+
+    def stop(self) -> None:
+        """Stop the server or engines this run started; safe to call twice."""
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
