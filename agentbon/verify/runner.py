@@ -40,11 +40,20 @@ HOUSEKEEPING_TIMEOUT_S = 120.0
 
 
 def verifiers_dir() -> Path:
-    """The ``verifiers/`` directory beside the package (runner scripts and critic prompts)."""
-    path = Path(__file__).resolve().parents[2] / "verifiers"
-    if not (path / "agentbon_supervise.py").exists():
-        raise FileNotFoundError(f"agentbon's verifiers/ directory is missing (looked in {path})")
-    return path
+    """The runner scripts and critic prompts: the copy shipped in the package, else ``verifiers/`` beside it.
+
+    An installed wheel carries them as ``agentbon/_verifiers`` (setup.py copies them in at build time);
+    a source checkout or an editable install has only the top-level ``verifiers/`` folder.
+    """
+    package = Path(__file__).resolve().parents[1]
+    candidates = (package / "_verifiers", package.parent / "verifiers")
+    for path in candidates:
+        if (path / "agentbon_supervise.py").is_file():
+            return path
+    raise FileNotFoundError(
+        f"agentbon's verifier scripts are missing (looked in {' and '.join(map(str, candidates))}); "
+        "reinstall agentbon, or run it from a source checkout"
+    )
 
 
 class _Fail(Exception):
