@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _OPEN = re.compile(r"^\s*<{5,9}\s*SEARCH\s*$")
 _MID = re.compile(r"^\s*={5,9}\s*$")
@@ -31,10 +31,22 @@ class EditBlock:
     path: str
     search: str
     replace: str
+    line: str = field(default="", compare=False)
+    """The raw line the path was read from (prose, markdown), for resolving it against the repository."""
 
 
 class BlockSyntaxError(ValueError):
     """A block that starts but is not well formed (no path, no ``=======`` or ``>>>>>>> REPLACE``)."""
+
+
+@dataclass
+class ParsedReply:
+    blocks: list[EditBlock]
+    """The well-formed blocks, in order; a block with no path line has path ""."""
+    problems: list[str]
+    """One line per block that is not well formed."""
+    cut: bool = False
+    """The last block runs to the end of the reply (it was cut off)."""
 
 
 def clean_path(line: str, workdir: str = "") -> str:
@@ -51,33 +63,65 @@ def clean_path(line: str, workdir: str = "") -> str:
     return path
 
 
-def parse_blocks(reply: str, workdir: str = "") -> list[EditBlock]:
-    """Every edit block in a reply, in order; raises ``BlockSyntaxError`` for one that is not well formed."""
+def _trim_fences(part: list[str]) -> list[str]:
+    """A SEARCH or REPLACE part without the markdown fences (and blank lines next to them) at its ends."""
+    for _ in range(2):
+        edge = 0
+        while edge < len(part) and (not part[edge].strip() or _FENCE.match(part[edge])):
+            edge += 1
+        if any(_FENCE.match(line) for line in part[:edge]):
+            part = part[edge:]
+        part = part[::-1]
+    return part
+
+
+def _join(lines: list[str]) -> str:
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def parse_reply(reply: str, workdir: str = "") -> ParsedReply:
+    """The well-formed edit blocks of a reply and a problem line for each other one; never raises.
+
+    A block runs to the next ``<<<<<<< SEARCH`` at most, so one broken block does not swallow the next.
+    """
     lines = reply.splitlines()
-    blocks: list[EditBlock] = []
-    i = 0
-    while i < len(lines):
-        if not _OPEN.match(lines[i]):
-            i += 1
-            continue
+    opens = [i for i, line in enumerate(lines) if _OPEN.match(line)]
+    parsed = ParsedReply([], [])
+    last_path = ""
+    for n, i in enumerate(opens, start=1):
+        limit = opens[n] if n < len(opens) else len(lines)
         # The path: the nearest line above that is not blank or a fence; right after another block, its path.
         above = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip() and not _FENCE.match(lines[j])), "")
-        path = (blocks[-1].path if blocks else "") if _CLOSE.match(above) else clean_path(above, workdir)
-        if not path or _MID.match(above) or _OPEN.match(above):
-            raise BlockSyntaxError(f"edit block {len(blocks) + 1}: no file path on the line above <<<<<<< SEARCH")
-        mid = next((j for j in range(i + 1, len(lines)) if _MID.match(lines[j])), None)
-        end = next((j for j in range(mid + 1, len(lines)) if _CLOSE.match(lines[j])), None) if mid else None
+        if _CLOSE.match(above):
+            path, line = last_path, ""
+        elif _MID.match(above) or _OPEN.match(above):
+            path, line = "", ""
+        else:
+            path, line = clean_path(above, workdir), above
+        last_path = path or last_path
+        mid = next((j for j in range(i + 1, limit) if _MID.match(lines[j])), None)
+        end = next((j for j in range(mid + 1, limit) if _CLOSE.match(lines[j])), None) if mid else None
         if mid is None or end is None:
             missing = "=======" if mid is None else ">>>>>>> REPLACE"
-            raise BlockSyntaxError(f"edit block {len(blocks) + 1} ({path}): no {missing} line")
-        search, replace = lines[i + 1 : mid], lines[mid + 1 : end]
-        blocks.append(
-            EditBlock(
-                path, "\n".join(search) + ("\n" if search else ""), "\n".join(replace) + ("\n" if replace else "")
-            )
-        )
-        i = end + 1
-    return blocks
+            cut = limit == len(lines) and not any(_CLOSE.match(x) for x in lines[i + 1 :])
+            parsed.cut = parsed.cut or cut
+            ending = " (the reply ended inside it)" if cut else ""
+            parsed.problems.append(f"edit block {n} ({path or 'no path'}): no {missing} line{ending}")
+            continue
+        search, replace = _trim_fences(lines[i + 1 : mid]), _trim_fences(lines[mid + 1 : end])
+        parsed.blocks.append(EditBlock(path, _join(search), _join(replace), line))
+    return parsed
+
+
+def parse_blocks(reply: str, workdir: str = "") -> list[EditBlock]:
+    """Every edit block in a reply, in order; raises ``BlockSyntaxError`` for one that is not well formed."""
+    parsed = parse_reply(reply, workdir)
+    if parsed.problems:
+        raise BlockSyntaxError(parsed.problems[0])
+    for n, block in enumerate(parsed.blocks, start=1):
+        if not block.path:
+            raise BlockSyntaxError(f"edit block {n}: no file path on the line above <<<<<<< SEARCH")
+    return parsed.blocks
 
 
 def _indent(line: str) -> str:

@@ -13,67 +13,18 @@ task record with its hidden tests and gold patch.
 
 from __future__ import annotations
 
-import posixpath
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
+from agentbon.agent.apply import Outcome, apply_edits, apply_snippets  # noqa: F401 (Outcome: re-exported)
 from agentbon.agent.base import AgentExit, Conversation, FormatError, Submitted, render
-from agentbon.agent.blocks import BlockSyntaxError, EditBlock, apply_block, parse_blocks
+from agentbon.agent.blocks import parse_reply
+from agentbon.agent.definitions import snippets
 from agentbon.agent.localise import localise, tree
 from agentbon.config import AgentConfig, ModelConfig
 from agentbon.errors import ContextLengthExceeded, ModelError
 from agentbon.protocols import AgentResult, Model, Sandbox
 from agentbon.types import RolloutSpec, Task
-
-
-@dataclass
-class Outcome:
-    """What became of one edit block."""
-
-    path: str
-    applied: bool
-    how: str
-    """``exact``, ``whitespace`` or ``created`` when applied; the reason when not."""
-
-
-def apply_edits(sandbox: Sandbox, blocks: list[EditBlock], tracked: set[str]) -> list[Outcome]:
-    """Apply blocks in order (several on one file chain); write each changed file once; one outcome per block."""
-    texts: dict[str, str] = {}
-    outcomes: list[Outcome] = []
-    for block in blocks:
-        path = posixpath.normpath(block.path)
-        if path.startswith(("/", "../")) or path == "..":
-            outcomes.append(Outcome(block.path, False, "the path is outside the repository"))
-            continue
-        if path not in texts:
-            if path in tracked:
-                try:
-                    texts[path] = sandbox.read_file(path).decode("utf-8")
-                except UnicodeDecodeError:
-                    outcomes.append(Outcome(path, False, "not a UTF-8 text file"))
-                    continue
-                except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as e:
-                    outcomes.append(Outcome(path, False, f"cannot read {path}: {type(e).__name__}"))
-                    continue
-            elif not block.search.strip():
-                texts[path] = block.replace
-                outcomes.append(Outcome(path, True, "created"))
-                continue
-            else:
-                outcomes.append(Outcome(path, False, f"no such file in the repository: {path}"))
-                continue
-        if not block.search.strip():
-            outcomes.append(Outcome(path, False, f"SEARCH is empty but {path} exists; copy the lines to change"))
-            continue
-        try:
-            texts[path], how = apply_block(texts[path], EditBlock(path, block.search, block.replace))
-            outcomes.append(Outcome(path, True, how))
-        except ValueError as e:
-            outcomes.append(Outcome(path, False, str(e)))
-    changed = {o.path for o in outcomes if o.applied}
-    for path in changed:
-        sandbox.write_file(path, texts[path])
-    return outcomes
 
 
 class EditAgent:
@@ -109,7 +60,7 @@ class EditAgent:
             tracked = set(context.files)
             while True:
                 reply = conv.query(model)
-                self.attempt(conv, sandbox, reply, tracked)
+                self.attempt(conv, sandbox, reply, tracked, [f.path for f in context.shown])
         except AgentExit as e:
             return conv.result(e.status, type(e).__name__, str(e))
         except ContextLengthExceeded as e:
@@ -128,23 +79,37 @@ class EditAgent:
             "workdir": sandbox.workdir,
         }
 
-    def attempt(self, conv: Conversation, sandbox: Sandbox, reply: str, tracked: set[str]) -> None:
-        """Apply one reply's edits; raise ``Submitted`` when any applied, feed the errors back when none did."""
-        syntax_error = ""
-        try:
-            blocks = parse_blocks(reply, sandbox.workdir)
-        except BlockSyntaxError as e:
-            blocks, syntax_error = [], str(e)
-        outcomes = apply_edits(sandbox, blocks, tracked) if blocks else []
+    def attempt(self, conv: Conversation, sandbox: Sandbox, reply: str, tracked: set[str], shown: list[str]) -> None:
+        """Apply one reply's edits; raise ``Submitted`` when any applied, feed the errors back when none did.
+
+        Well-formed blocks are applied (those of a reply cut off mid-block too); a reply without any falls
+        back to whole definitions from its code blocks.
+        """
+        parsed = parse_reply(reply, sandbox.workdir)
+        syntax_error = "; ".join(parsed.problems)
+        outcomes = apply_edits(sandbox, parsed.blocks, tracked, shown, sandbox.workdir) if parsed.blocks else []
+        if not parsed.blocks:
+            outcomes = apply_snippets(sandbox, snippets(reply), tracked, shown, sandbox.workdir)
+            if any(o.applied for o in outcomes):
+                syntax_error = ""
         applied = [o for o in outcomes if o.applied]
-        extra = {"edits": [asdict(o) for o in outcomes]}
+        extra: dict[str, Any] = {"edits": [asdict(o) for o in outcomes]}
+        if parsed.problems:
+            extra["block_problems"] = parsed.problems
         if applied:
             summary = f"{len(applied)} of {len(outcomes)} edits applied to " + ", ".join(
                 sorted({o.path for o in applied})
             )
             conv.add(
                 "user",
-                render(self.config, "edit_feedback.j2", outcomes=outcomes, syntax_error="", done=True, cut_off=False),
+                render(
+                    self.config,
+                    "edit_feedback.j2",
+                    outcomes=outcomes,
+                    syntax_error=syntax_error,
+                    done=True,
+                    cut_off=False,
+                ),
                 kind="edit_result",
                 **extra,
             )
