@@ -204,14 +204,14 @@ class EnginePool:
             ray.get([e.ready.remote() for e in engines], timeout=self.ready_timeout_s)
         except ray.exceptions.GetTimeoutError as e:
             if close_on_failure:
-                self.close()
+                self.close(grace_s=0)
             raise ServerFailure(
                 f"{len(engines)} vLLM engine(s) not ready within {self.ready_timeout_s:g}s: does the cluster have "
                 f"{self.num_gpus:g} GPU(s) and {self.num_cpus:g} CPU(s) free for each? (ray status)"
             ) from e
         except BaseException:
             if close_on_failure:
-                self.close()
+                self.close(grace_s=0)
             raise
 
     def revive(self) -> list[int]:
@@ -248,10 +248,15 @@ class EnginePool:
         stats["engines"] = per_engine
         return stats
 
-    def close(self) -> None:
-        """Kill the engine and router actors; safe to call twice."""
+    def close(self, grace_s: float = 60.0) -> None:
+        """Shut the engines down (vLLM's own processes too), then kill the engine and router actors; safe twice."""
         import ray
 
+        try:
+            if grace_s > 0 and self.engines:
+                ray.get([e.shutdown.remote() for e in self.engines], timeout=grace_s)
+        except Exception:  # a dead or stuck engine: the kill below is all that is left
+            pass
         for actor in [*self.engines, self.router]:
             try:
                 ray.kill(actor)

@@ -169,8 +169,8 @@ class EngineActor:
             import vllm
         except ImportError as e:
             raise MissingExtra("vllm", "gpu") from e
-        llm = vllm.LLM(model=model, **{"enable_prefix_caching": True, **(engine_kwargs or {})})
-        self.engine = BatchingEngine(llm, vllm.SamplingParams, max_batch=max_batch)
+        self.llm = vllm.LLM(model=model, **{"enable_prefix_caching": True, **(engine_kwargs or {})})
+        self.engine = BatchingEngine(self.llm, vllm.SamplingParams, max_batch=max_batch)
 
     def chat(self, messages: list[dict[str, Any]], seed: int | None, n: int, sampling: dict[str, Any]) -> list[dict]:
         """Completions as plain dicts (``ChatResponse.model_dump()``), cheap to send through Ray."""
@@ -182,3 +182,10 @@ class EngineActor:
     def stats(self) -> dict[str, int]:
         """The engine's request and token counts (``BatchingEngine.stats``)."""
         return self.engine.stats()
+
+    def shutdown(self) -> None:
+        """Stop the batcher and vLLM's engine-core process (a killed actor could leave that process behind)."""
+        self.engine.close()
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
