@@ -134,3 +134,41 @@ def test_batch_on_an_engine_pool_keeps_tasks_home_and_records_the_hit_rate(tmp_p
     assert stats["launcher"] == "vllm-actors" and stats["source"] == "engines"
     assert stats["home"] == 6 and stats["spills"] == 0 and stats["requests"] == 6
     assert 0 < stats["prefix_cache_hit_rate"] < 1
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("ray_session")
+def test_engines_run_on_the_vllm_venv_interpreter():
+    """The venv of scripts/setup_vllm_cpu.sh hosts engine actors: same ray as the driver, agentbon importable."""
+    import ray
+
+    from agentbon.models.actors import check_python
+    from agentbon.models.vllm_server import VENV_PYTHON
+
+    if not VENV_PYTHON.is_file():
+        pytest.skip("no .venv-vllm (bash scripts/setup_vllm_cpu.sh)")
+    check_python(str(VENV_PYTHON))
+    env = {"py_executable": str(VENV_PYTHON), "env_vars": {"AGENTBON_PROBE": "1"}}
+    with EnginePool(
+        "fake", engines=1, num_gpus=0, ready_timeout_s=120, actor_cls=FakeEngineActor, runtime_env=env
+    ) as pool:
+        assert pool.model_for("t").chat(msgs("hi")).content == "hi seed=None i=0"
+
+        @ray.remote(num_cpus=0, runtime_env=env)
+        def interpreter() -> str:
+            return sys.executable
+
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        assert ray.get(interpreter.remote()) == str(VENV_PYTHON)
+
+
+def test_an_interpreter_without_vllm_is_refused_with_the_fix():
+    import importlib.util
+
+    from agentbon.errors import MissingExtra
+    from agentbon.models.actors import check_python
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed here")
+    with pytest.raises(MissingExtra, match="setup_vllm_cpu.sh"):
+        check_python(sys.executable)
