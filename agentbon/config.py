@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentbon.errors import ConfigError
+from agentbon.types import PytestPlugin
 
 
 class Section(BaseModel):
@@ -100,6 +101,13 @@ class VerifyConfig(Section):
     """Verify identical (normalised) patches once and share the verdict."""
     concurrency: int = 2
     """Verification containers at once."""
+    pytest_plugins: list[PytestPlugin] = Field(default_factory=list)
+    """pytest plugins loaded with ``-p`` in every task's test runs, besides each test set's own ``pytest_plugins``
+    (autoload stays off; see ``TestSet.pytest_plugins``). E.g. ``[pytest_django.plugin, asyncio]``."""
+    pytest_plugin_autoload: bool | None = None
+    """None: each test set decides (``TestSet.pytest_plugin_autoload``, off by default); True or False: for every
+    task. On, pytest loads every installed plugin, and a candidate that edits a plugin of the repository under
+    test can forge results from inside pytest; off, only the named plugins load."""
 
 
 class SelectConfig(Section):

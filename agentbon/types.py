@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, computed_field, model_validator
 
 FORMAT_VERSION = 1
 
@@ -41,6 +41,9 @@ def rollout_id_of(task_id: str, index: int) -> str:
 # --------------------------------------------------------------------------------------------- tasks
 
 Runner = Literal["pytest", "unittest", "command"]
+PytestPlugin = Annotated[str, StringConstraints(pattern=r"^(no:)?[A-Za-z_][A-Za-z0-9_.\-]*$")]
+"""A pytest plugin as ``-p`` takes it: a module (``pytest_django.plugin``) or, with pytest >= 8.4, an entry-point
+name (``django``); ``no:NAME`` keeps one from loading."""
 
 
 class TestSet(Record):
@@ -60,6 +63,15 @@ class TestSet(Record):
     """A diff applied before the run that adds or updates test files (hidden tests in an evaluation)."""
     files: list[str] = Field(default_factory=list)
     """Test files restored to their reference content (base commit + ``patch``) before the run."""
+    pytest_plugins: list[PytestPlugin] = Field(default_factory=list)
+    """pytest plugins these tests need (``pytest_django.plugin``, ``asyncio``), loaded with ``-p`` although plugin
+    autoload stays off. Each is imported before the repository is on ``sys.path``, so a candidate cannot shadow it
+    with a module of the same name; a plugin that is the repository's own code stays the candidate's code."""
+    pytest_plugin_autoload: bool = False
+    """Let pytest load every installed plugin (entry points), as a plain ``pytest`` run does. Off by default: with
+    it on, a plugin of the repository under test (an editable install's entry point), whose code the candidate
+    controls, runs inside pytest and can forge results; and unrelated plugins of the image (reordering, retrying,
+    timeouts) change how tests run. Prefer naming the plugins in ``pytest_plugins``."""
 
     @property
     def tests(self) -> list[str]:

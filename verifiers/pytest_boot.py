@@ -8,12 +8,60 @@ then put first on ``sys.path`` as ``python -m pytest`` would.
 Limit: the candidate's code runs in this process, so code written to know this runner can still
 forge results from inside (monkeypatching pytest while the session runs). The guard, the exit-code
 cross-check and the immediate ``os._exit`` below stop every forgery that does not.
+
+Plugins named with ``-p`` (the task's ``pytest_plugins``) are imported here too, by module or entry-point
+name, so that a module of the same name added to the repository cannot stand in for them.
 """
 
 import os
 import sys
 
 PREIMPORT = ("pytest", "_pytest.junitxml", "_pytest.unittest", "_pytest.python", "xml.etree.ElementTree", "unittest")
+
+
+def _entry_point_module(name, repo):
+    """The module of the installed ``pytest11`` entry point called ``name`` (none inside ``repo``), or None."""
+    try:
+        from importlib import metadata
+    except ImportError:  # Python < 3.8: names are modules
+        return None
+    for dist in metadata.distributions():
+        try:
+            where = os.path.abspath(str(dist.locate_file("")))
+            if where == repo or where.startswith(repo + os.sep):
+                continue
+            for ep in dist.entry_points:
+                if ep.group == "pytest11" and ep.name == name and ":" not in ep.value:
+                    return ep.value.strip()
+        except Exception:  # a broken distribution's metadata
+            continue
+    return None
+
+
+def load_plugins(args, repo, autoload):
+    """pytest's arguments with each ``-p NAME`` imported now and named by its module.
+
+    An entry-point name becomes its module, which every pytest version can load with ``-p`` while autoload is
+    off; with autoload on, the entry point loads by itself, so it is not named twice (pytest refuses a plugin
+    registered under two names). A plugin that fails to import is left for pytest to meet again and report.
+    """
+    out, i = [], 0
+    while i < len(args):
+        if args[i] == "-p" and i + 1 < len(args) and not args[i + 1].startswith("no:"):
+            module = _entry_point_module(args[i + 1], repo)
+            try:
+                __import__(module or args[i + 1])
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # ImportError, or pytest's Skipped raised by a plugin at import
+                pass
+            if not (module and autoload):
+                out += ["-p", module or args[i + 1]]
+            i += 2
+            continue
+        out.append(args[i])
+        i += 1
+    return out
 
 
 def main():
@@ -29,8 +77,9 @@ def main():
             pass
     import pytest
 
+    args = load_plugins(sys.argv[1:], cwd, autoload=not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"))
     sys.path[:] = [cwd] + [p for p in saved if os.path.abspath(p or ".") != cwd]
-    code = int(pytest.main(sys.argv[1:]))
+    code = int(pytest.main(args))
     sys.stdout.flush()
     sys.stderr.flush()
     # The JUnit XML is written: leave now, so that no atexit hook or lingering code of the candidate

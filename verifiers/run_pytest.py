@@ -4,6 +4,8 @@ Usage: ``python3 -I run_pytest.py SPEC.json`` from the repository root. The spec
 the JUnit XML path (fresh and unpredictable, outside the repository), the result path and the time
 limit. pytest runs on the test files of the ids (whole files, so one unknown id cannot stop the run),
 with the cache plugin off, plugin autoload off, ``PYTEST_ADDOPTS`` cleared and xunit2 JUnit output.
+The spec's ``plugins`` are loaded with ``-p`` (``pytest_boot.py`` imports them before the repository is on
+``sys.path``); ``plugin_autoload`` true lets pytest load every installed plugin.
 """
 
 import os
@@ -55,11 +57,17 @@ def main():
         "--continue-on-collection-errors",
         "--color=no",
         "-q",
-    ] + (present or files)
+    ]
+    for plugin in spec.get("plugins") or []:
+        args += ["-p", plugin]
+    args += present or files
     here = os.path.dirname(os.path.abspath(__file__))
     argv = [spec.get("python") or sys.executable, "-B", os.path.join(here, "pytest_boot.py")] + args
     watched = sup.digest_files(watched_files(files))
-    result = sup.supervise(argv, sup.clean_env(), spec["timeout_s"], spec.get("output_limit", 20000))
+    env = sup.clean_env()
+    if spec.get("plugin_autoload"):
+        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    result = sup.supervise(argv, env, spec["timeout_s"], spec.get("output_limit", 20000))
     result["missing_files"] = [f for f in files if f not in present]
     sup.finish(spec, result, watched)
 

@@ -1,7 +1,8 @@
 """The tamper guard: which changes of a candidate patch touch tests or the runner, and how to undo them.
 
 A candidate may change test files, add a ``conftest.py`` that forces passes, add a ``.pth`` or
-``sitecustomize`` that runs at interpreter start, edit pytest's configuration, or add a module
+``sitecustomize`` that runs at interpreter start, add package metadata (``*.dist-info``) whose entry
+points register a pytest plugin, edit pytest's configuration, or add a module
 named ``pytest``/``xml`` at the repository root to replace the framework. Every such change is
 flagged in ``Verdict.tampered`` and undone (restored to the base commit, or deleted when the patch
 added it) before the role's test patch is applied and the tests run. Config files that also hold
@@ -69,6 +70,8 @@ def why_protected(path: str, protected: set[str]) -> str | None:
         return "runner config"
     if name.endswith(".pth") or any(part.removesuffix(".py") in STARTUP_HOOKS for part in p.parts):
         return "interpreter startup hook"
+    if any(part.endswith((".dist-info", ".egg-info")) for part in p.parts[:-1]):
+        return "package metadata (could register a pytest plugin)"
     if fnmatch(name, "test_*.py") or fnmatch(name, "*_test.py"):
         return "test file"
     if any(part in TEST_DIRS for part in p.parts[:-1]):

@@ -206,6 +206,12 @@ class TestVerifier:
             "result": result_path,
             "timeout_s": self.config.timeout_s,
             "output_limit": self.output_limit,
+            "plugins": list(dict.fromkeys([*tests.pytest_plugins, *self.config.pytest_plugins])),
+            "plugin_autoload": (
+                tests.pytest_plugin_autoload
+                if self.config.pytest_plugin_autoload is None
+                else self.config.pytest_plugin_autoload
+            ),
         }
         sandbox.write_file(f"{vdir}/spec.json", json.dumps(spec))
         script = {"pytest": "run_pytest.py", "unittest": "run_unittest.py", "command": "run_command.py"}[tests.runner]
