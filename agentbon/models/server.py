@@ -11,7 +11,9 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +29,23 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
+
+
+def _die_with_parent():  # type: ignore[no-untyped-def]
+    """A ``preexec_fn`` that has Linux end the server when agentbon dies without running ``atexit``.
+
+    A SIGTERM or SIGKILL of the driver skips ``atexit``; the server would then hold its cores and memory
+    for good. Set only from the main thread: the death signal follows the forking *thread*.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def arm() -> None:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+    return arm
 
 class LocalServer:
     """Runs ``command`` (which must listen on 127.0.0.1:``port``) and waits until ``GET /v1/models`` answers.
@@ -73,6 +92,7 @@ class LocalServer:
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **(self.env or {})},
                 start_new_session=True,
+                preexec_fn=_die_with_parent() if threading.current_thread() is threading.main_thread() else None,
             )
         atexit.register(self.stop)
         try:
