@@ -4,13 +4,15 @@
 
 Uses agentbon's own parts without Ray: the local model server (llama.cpp, the embedded default model),
 the edit agent, the sandbox backend (Docker by default) and the test verifier. Prints, per task, how many of
-the N candidates the grade resolves, and pass@1 / pass@N; figures only, nothing is asserted.
+the N candidates the grade resolves, and pass@1 / pass@N; figures only, nothing is asserted. Each finished
+rollout is saved (``--save``), so an interrupted calibration picks up where it stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from math import comb
 from pathlib import Path
@@ -39,7 +41,12 @@ def main() -> None:
     parser.add_argument(
         "--tries", type=int, default=AgentConfig().malformed_limit, help="replies per rollout while no edit applies"
     )
-    parser.add_argument("--save", type=Path, help="write each candidate patch to SAVE/<task>/<i>.diff")
+    parser.add_argument(
+        "--save",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "agentbon-calibrate",
+        help="where each rollout's patch, messages and result go (a rerun resumes from them)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="one line per rollout")
     parser.add_argument("--endpoint", help="an OpenAI-compatible endpoint instead of a local server")
     args = parser.parse_args()
@@ -55,35 +62,40 @@ def main() -> None:
     started = time.monotonic()
     with make_model(model_config, log=print) as model:
         for task in tasks:
-            resolved, statuses, tokens, model_s, task_started = 0, [], 0, 0.0, time.monotonic()
+            records, task_started = [], time.monotonic()
             for i in range(args.n):
+                done = args.save / task.task_id / f"{i}.result.json"
+                if done.is_file():  # resume: an interrupted calibration keeps the rollouts it finished
+                    records.append(json.loads(done.read_text()))
+                    continue
                 spec = RolloutSpec(run_id="calibrate", task_id=task.task_id, index=i, seed=1000 + i, model="local")
                 with backend.open(task) as sandbox:
                     result = agent.run(task, sandbox, model, spec)
                     patch = sandbox.diff()
                 rollout = Rollout(run_id="calibrate", task_id=task.task_id, index=i, status=result.status, patch=patch)
-                if args.save:
-                    (args.save / task.task_id).mkdir(parents=True, exist_ok=True)
-                    (args.save / task.task_id / f"{i}.diff").write_text(patch)
-                    (args.save / task.task_id / f"{i}.json").write_text(json.dumps(result.messages, indent=1))
                 verdict = verifier.verify(task, rollout, "grade") if patch.strip() else None
-                resolved += bool(verdict and verdict.resolved)
-                statuses.append("R" if verdict and verdict.resolved else result.status[:1])
-                tokens += result.usage.completion_tokens
-                model_s += result.model_s
+                record = {
+                    "status": result.status,
+                    "resolved": bool(verdict and verdict.resolved),
+                    "prompt_tokens": result.usage.prompt_tokens,
+                    "completion_tokens": result.usage.completion_tokens,
+                    "model_s": round(result.model_s, 1),
+                    "grade": f"{verdict.status}: {verdict.reason}" if verdict else "-",
+                }
+                done.parent.mkdir(parents=True, exist_ok=True)
+                (done.parent / f"{i}.diff").write_text(patch)
+                (done.parent / f"{i}.messages.json").write_text(json.dumps(result.messages, indent=1))
+                done.write_text(json.dumps(record))
+                records.append(record)
                 if args.verbose:
-                    print(
-                        f"  {i}: {result.status} {result.exit_status}, {result.usage.prompt_tokens} prompt + "
-                        f"{result.usage.completion_tokens} completion tokens, model {result.model_s:.0f}s, "
-                        f"grade {verdict.status if verdict else '-'}: {verdict.reason if verdict else ''}",
-                        flush=True,
-                    )
-            n = args.n
+                    print(f"  {i}: {record}", flush=True)
+            n, resolved = len(records), sum(r["resolved"] for r in records)
+            marks = "".join("R" if r["resolved"] else r["status"][:1] for r in records)
             print(
                 f"{task.task_id:<22} {task.difficulty or '?':<7} resolved {resolved}/{n}  "
-                f"pass@1 {pass_at(n, resolved, 1):.2f}  pass@{n} {pass_at(n, resolved, n):.2f}  "
-                f"[{''.join(statuses)}]  {tokens / n:.0f} completion tok/rollout  model {model_s:.0f}s  "
-                f"{time.monotonic() - task_started:.0f}s",
+                f"pass@1 {pass_at(n, resolved, 1):.2f}  pass@{n} {pass_at(n, resolved, n):.2f}  [{marks}]  "
+                f"{sum(r['completion_tokens'] for r in records) / n:.0f} completion tok/rollout  "
+                f"model {sum(r['model_s'] for r in records):.0f}s  {time.monotonic() - task_started:.0f}s",
                 flush=True,
             )
     print(f"total {time.monotonic() - started:.0f}s")
