@@ -9,7 +9,8 @@ skipped; the others still load. Loading reads files only (no git), so it stays f
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,17 +77,17 @@ def _records(path: Path) -> Iterator[tuple[str, Task | Invalid]]:
     """Each task (or its errors) found at ``path``, with its source."""
     if path.is_dir():
         if (path / TASK_FILE).is_file():
-            yield _guard(str(path / TASK_FILE), lambda: _from_task_yaml(path / TASK_FILE))
+            yield _guard(str(path / TASK_FILE), partial(_from_task_yaml, path / TASK_FILE))
             return
         for child in sorted(path.iterdir()):
             if (child / TASK_FILE).is_file():
-                yield _guard(str(child / TASK_FILE), lambda c=child: _from_task_yaml(c / TASK_FILE))
+                yield _guard(str(child / TASK_FILE), partial(_from_task_yaml, child / TASK_FILE))
             elif child.is_dir() and any((child / hint).exists() for hint in _TASK_FOLDER_HINTS):
                 yield str(child), Invalid.one(str(child), TASK_FILE, "task folder has no task.yaml")
     elif not path.exists():
         yield str(path), Invalid.one(str(path), RECORD, "no such file or directory")
     elif path.suffix in (".yaml", ".yml"):
-        yield _guard(str(path), lambda: _from_task_yaml(path))
+        yield _guard(str(path), partial(_from_task_yaml, path))
     elif path.suffix == ".jsonl":
         yield from _from_jsonl(path)
     elif path.suffix == ".json":
@@ -96,7 +97,7 @@ def _records(path: Path) -> Iterator[tuple[str, Task | Invalid]]:
         yield str(path), Invalid.one(str(path), RECORD, problem)
 
 
-def _guard(source: str, load: Any) -> tuple[str, Task | Invalid]:
+def _guard(source: str, load: Callable[[], Task]) -> tuple[str, Task | Invalid]:
     """Run one task's loader, turning its problems into errors so the rest of the suite still loads."""
     try:
         return source, load()
@@ -171,18 +172,12 @@ def _validate(data: dict[str, Any], source: str) -> Task:
         raise Invalid(pydantic_errors(err, source)) from err
 
 
-def _from_record(record: Any, source: str, base: Path) -> Task | Invalid:
+def _from_record(record: Any, source: str, base: Path) -> Task:
     """One JSON record: a SWE-bench instance (recognised by its keys) or an agentbon ``Task``."""
-    try:
-        if not isinstance(record, dict):
-            raise TaskError(source, RECORD, f"must be a JSON object, got {type(record).__name__}")
-        if is_swebench_instance(record):
-            return finish_task(task_from_instance(record, source), base, source)
-        return finish_task(_validate(record, source), base, source)
-    except Invalid as invalid:
-        return invalid
-    except TaskError as err:
-        return Invalid.one(err.source, err.field, err.problem)
+    if not isinstance(record, dict):
+        raise TaskError(source, RECORD, f"must be a JSON object, got {type(record).__name__}")
+    task = task_from_instance(record, source) if is_swebench_instance(record) else _validate(record, source)
+    return finish_task(task, base, source)
 
 
 def _from_jsonl(file: Path) -> Iterator[tuple[str, Task | Invalid]]:
@@ -201,7 +196,7 @@ def _from_jsonl(file: Path) -> Iterator[tuple[str, Task | Invalid]]:
         except json.JSONDecodeError as err:
             yield source, Invalid.one(source, RECORD, f"invalid JSON at column {err.colno}: {err.msg}")
             continue
-        yield source, _from_record(record, source, file.parent)
+        yield _guard(source, partial(_from_record, record, source, file.parent))
 
 
 def _from_json(file: Path) -> Iterator[tuple[str, Task | Invalid]]:
@@ -217,6 +212,7 @@ def _from_json(file: Path) -> Iterator[tuple[str, Task | Invalid]]:
         return
     if isinstance(data, list):
         for index, record in enumerate(data):
-            yield f"{file}[{index}]", _from_record(record, f"{file}[{index}]", file.parent)
+            source = f"{file}[{index}]"
+            yield _guard(source, partial(_from_record, record, source, file.parent))
     else:
-        yield str(file), _from_record(data, str(file), file.parent)
+        yield _guard(str(file), partial(_from_record, data, str(file), file.parent))
