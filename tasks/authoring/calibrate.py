@@ -73,7 +73,11 @@ def main() -> None:
                     result = agent.run(task, sandbox, model, spec)
                     patch = sandbox.diff()
                 rollout = Rollout(run_id="calibrate", task_id=task.task_id, index=i, status=result.status, patch=patch)
-                verdict = verifier.verify(task, rollout, "grade") if patch.strip() else None
+                verdict = None
+                for _ in range(3 if patch.strip() else 0):  # an infra error says nothing about the patch: retry
+                    verdict = verifier.verify(task, rollout, "grade")
+                    if verdict.status != "infra_error":
+                        break
                 record = {
                     "status": result.status,
                     "resolved": bool(verdict and verdict.resolved),

@@ -43,7 +43,7 @@ class BookmarkStore:
 
     def remove(self, url: str) -> bool:
         """Forget a page; False when it was not stored."""
-        return self._items.pop(normalize(url), None) is not None
+        return self._items.pop(normalize(url)) is not None
 
     def tag_counts(self) -> Counter[str]:
         return Counter(tag for bookmark in self._items.values() for tag in bookmark.tags)

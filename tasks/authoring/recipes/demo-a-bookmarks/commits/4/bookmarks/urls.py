@@ -21,7 +21,7 @@ def normalize(url: str) -> str:
     """
     url = url.strip()
     for scheme in WEB_SCHEMES:
-        url = url.lstrip(scheme)
+        url = url.removeprefix(scheme)
     scheme, sep, rest = url.rpartition("://")
     host, path = split_url(rest)
     host = host.lower().removeprefix("www.")

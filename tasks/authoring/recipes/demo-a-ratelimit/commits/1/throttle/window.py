@@ -21,7 +21,7 @@ class SlidingWindow:
 
     def _expire(self, now: float) -> None:
         horizon = now - self.period
-        while self._hits and self._hits[0] < horizon:
+        while self._hits and self._hits[0] <= horizon:
             self._hits.popleft()
 
     def count(self, now: float) -> int:

@@ -33,13 +33,13 @@ def test_uses_the_real_clock_by_default():
     assert all(limiter.check("k").allowed for _ in range(5))
 
 
-def test_forget_idle_drops_only_keys_without_recent_requests():
+def test_forget_idle_keeps_keys_with_recent_requests():
     clock = ManualClock()
     limiter = RateLimiter("3/min", clock)
-    limiter.check("old")
+    limiter.check("alice")
     clock.advance(30)
-    limiter.check("recent")
-    clock.advance(45)
-    assert limiter.forget_idle() == 1
-    assert len(limiter) == 1
-    assert limiter.check("recent") == Decision(True, 1, 0.0)
+    limiter.check("bob")
+    clock.advance(20)
+    assert limiter.forget_idle() == 0
+    assert len(limiter) == 2
+    assert limiter.check("alice") == Decision(True, 1, 0.0)

@@ -45,10 +45,12 @@ class RateLimiter:
         Call it now and then: without it a long-running service keeps one window per client forever.
         """
         now = self.clock.now()
-        idle = [key for key, window in self._windows.items() if window.count(now) == 0]
-        for key in idle:
-            del self._windows[key]
-        return len(idle)
+        dropped = 0
+        for key, window in self._windows.items():
+            if window.count(now) == 0:
+                del self._windows[key]
+                dropped += 1
+        return dropped
 
     def __len__(self) -> int:
         """Keys with a window."""
