@@ -8,6 +8,7 @@ and share the prefix cache (on by default here).
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -169,6 +170,10 @@ class EngineActor:
             import vllm
         except ImportError as e:
             raise MissingExtra("vllm", "gpu") from e
+        try:  # Ray starts workers at nice 15; the engine serves every rollout, so it should not yield to them
+            os.setpriority(os.PRIO_PROCESS, 0, 0)
+        except OSError:  # not allowed here (no CAP_SYS_NICE): stay at Ray's niceness
+            pass
         self.llm = vllm.LLM(model=model, **{"enable_prefix_caching": True, **(engine_kwargs or {})})
         self.engine = BatchingEngine(self.llm, vllm.SamplingParams, max_batch=max_batch)
 

@@ -54,18 +54,35 @@ class PeakRss:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        mark = b"VLLM_CPU_KVCACHE_SPACE="  # set for the server (LocalServer env) and the actors (runtime_env)
         while not self._stop.is_set():
-            total = 0
-            for proc in Path("/proc").glob("[0-9]*"):
-                try:
-                    if mark in (proc / "environ").read_bytes():
-                        status = (proc / "status").read_text()
-                        total += int(status.split("VmRSS:")[1].split()[0]) * 1024 if "VmRSS:" in status else 0
-                except OSError:  # the process ended meanwhile
-                    continue
-            self.peak = max(self.peak, total)
+            self.peak = max(self.peak, sum(self.sample().values()))
             self._stop.wait(self.every_s)
+
+    @staticmethod
+    def sample() -> dict[int, int]:
+        """RSS (bytes) of each process marked by its environment, and of every descendant of one."""
+        mark = b"VLLM_CPU_KVCACHE_SPACE="  # set for the server (LocalServer env) and the actors (runtime_env)
+        parent, rss, marked = {}, {}, set()
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                pid = int(proc.name)
+                parent[pid] = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                status = (proc / "status").read_text()
+                rss[pid] = int(status.split("VmRSS:")[1].split()[0]) * 1024 if "VmRSS:" in status else 0
+                if mark in (proc / "environ").read_bytes():
+                    marked.add(pid)
+            except (OSError, ValueError, IndexError):  # the process ended meanwhile
+                continue
+
+        def counted(pid: int) -> bool:
+            seen = 0
+            while pid > 1 and seen < 64:
+                if pid in marked:
+                    return True
+                pid, seen = parent.get(pid, 0), seen + 1
+            return False
+
+        return {pid: size for pid, size in rss.items() if counted(pid)}
 
     def __enter__(self) -> PeakRss:
         self._thread.start()
