@@ -22,7 +22,10 @@ def rank(points: Mapping[str, int]) -> list[Standing]:
     ordered = sorted(points.items(), key=lambda item: (-item[1], item[0]))
     standings: list[Standing] = []
     for position, (player, total) in enumerate(ordered, start=1):
-        place = standings[-1].place if standings and standings[-1].points == total else position
+        if standings and standings[-1].points == total:
+            place = standings[-1].place  # a tie: same place as the player above
+        else:
+            place = position
         standings.append(Standing(place, player, total))
     return standings
 

@@ -21,12 +21,11 @@ def rank(points: Mapping[str, int]) -> list[Standing]:
     """
     ordered = sorted(points.items(), key=lambda item: (-item[1], item[0]))
     standings: list[Standing] = []
-    place = 0
-    previous = None
-    for player, total in ordered:
-        if total != previous:
-            place += 1
-            previous = total
+    for position, (player, total) in enumerate(ordered, start=1):
+        if standings and standings[-1].points == total:
+            place = standings[-1].place  # a tie: same place as the player above
+        else:
+            place = standings[-1].place + 1 if standings else 1
         standings.append(Standing(place, player, total))
     return standings
 
