@@ -37,7 +37,7 @@ def run(
         str | None, typer.Option(help="Join this Ray cluster (host:port or auto); default: a local Ray.", rich_help_panel=_CLUSTER)
     ] = None,
     concurrency: Annotated[
-        int | None, typer.Option(help="Sandbox slots of the local Ray (rollouts at once).", rich_help_panel=_CLUSTER)
+        int | None, typer.Option(help="Sandbox slots of the local Ray (rollouts at once); default 2 with llama-cpp, 8 with vLLM or an endpoint.", rich_help_panel=_CLUSTER)
     ] = None,
     run_dir: Annotated[Path | None, typer.Option(help="Where run directories live.", rich_help_panel=_OUT)] = None,
     run_id: Annotated[
@@ -50,6 +50,7 @@ def run(
     from agentbon.config import load_config
     from agentbon.errors import ConfigError
     from agentbon.orchestrate import default_run_id, run_batch
+    from agentbon.orchestrate.cluster import sigterm_as_ctrl_c
     from agentbon.progress import make_display
     from agentbon.tasks import load_suite
 
@@ -73,7 +74,7 @@ def run(
     config = config.model_copy(update={"run_id": run_id})
     console.print(f"run {run_id}: {len(tasks)} tasks x {config.n} -> {Path(config.run_dir) / run_id}")
     display = make_display(run_id, console)
-    _terminate_like_ctrl_c()
+    sigterm_as_ctrl_c()  # a batch scheduler's SIGTERM stops the run like Ctrl-C: cleanly, resumable
     try:
         with display:
             result = run_batch(tasks, config, suite=str(suite), factories=make_factories(), emit=display)
@@ -84,16 +85,6 @@ def run(
         typer.echo("interrupted; run the same command to resume", err=True)
         raise typer.Exit(130) from None
     _finish(console, result)
-
-
-def _terminate_like_ctrl_c() -> None:
-    """A batch scheduler's SIGTERM stops the run the way Ctrl-C does: cleanly, and resumable."""
-    import signal
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _finish(console: Any, result: Any) -> None:

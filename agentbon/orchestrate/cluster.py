@@ -1,7 +1,7 @@
 """Joining Ray: a local instance with sandbox slots, or an existing cluster; reaping on every node.
 
 Sandbox slots are the Ray custom resource ``agentbon_sandbox`` (one per rollout unit): a local
-``ray.init()`` declares ``concurrency`` of them, a cluster's nodes declare theirs with
+``ray.init()`` declares ``RunConfig.slots()`` of them, a cluster's nodes declare theirs with
 ``ray start --resources='{"agentbon_sandbox": N}'``. Verification uses ``agentbon_verify`` where the
 cluster declares it (the local init declares ``verify.concurrency``), sandbox slots otherwise.
 """
@@ -9,6 +9,10 @@ cluster declares it (the local init declares ``verify.concurrency``), sandbox sl
 from __future__ import annotations
 
 import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,19 +49,8 @@ def connect(config: RunConfig) -> Cluster:
     """Join the cluster at ``config.ray_address``, or start a local Ray with the configured slots."""
     import ray
 
-    started = False
-    if not ray.is_initialized():
-        if config.ray_address:
-            ray.init(address=config.ray_address, log_to_driver=False)
-        else:
-            # Local Ray on one machine: no auth token to manage (a cluster keeps its own setting).
-            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-            ray.init(
-                resources={SANDBOX: config.concurrency, VERIFY: config.verify.concurrency},
-                include_dashboard=False,
-                log_to_driver=False,
-            )
-            started = True
+    with _keeping_sigterm_handler():
+        started = _init(config)
     total = ray.cluster_resources()
     if total.get(SANDBOX, 0) < 1:
         raise ConfigError(
@@ -65,6 +58,51 @@ def connect(config: RunConfig) -> Cluster:
             f"ray start ... --resources='{{\"{SANDBOX}\": N}}' (N sandboxes at once on that node)"
         )
     return Cluster(started=started, verify_resource=VERIFY if total.get(VERIFY, 0) >= 1 else SANDBOX)
+
+
+def _init(config: RunConfig) -> bool:
+    """``ray.init`` unless Ray is up already; True when this call started a local Ray."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if config.ray_address:
+        ray.init(address=config.ray_address, log_to_driver=False)
+        return False
+    # Local Ray on one machine: no auth token to manage (a cluster keeps its own setting).
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(
+        resources={SANDBOX: config.slots(), VERIFY: config.verify.concurrency},
+        include_dashboard=False,
+        log_to_driver=False,
+    )
+    return True
+
+
+def sigterm_as_ctrl_c() -> None:
+    """Make SIGTERM (what batch schedulers, ``timeout`` and ``kill`` send) stop a run the way Ctrl-C does:
+    cleanly, sandboxes removed, the store resumable. Call from the main thread before ``run_batch``."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+@contextmanager
+def _keeping_sigterm_handler() -> Iterator[None]:
+    """Put back the caller's SIGTERM handler after ``ray.init``, which replaces it with ``sys.exit``: a batch
+    scheduler's SIGTERM must stop the run the way the caller chose (the CLI: like Ctrl-C, sandboxes removed and
+    the store resumable), not end the driver with its rollouts' containers still running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before: Callable[..., Any] | int | None = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
 
 
 def alive_nodes() -> list[str]:

@@ -21,10 +21,10 @@ pytestmark = pytest.mark.ray
 SCRIPT = Path(__file__).parent / "fake_batch.py"
 
 
-def start(root: Path, n: int, tasks: str, default: str) -> subprocess.Popen:
+def start(root: Path, n: int, tasks: str, default: str, *extra: str) -> subprocess.Popen:
     out = open(root / f"driver-{time.time():.3f}.log", "w")
     return subprocess.Popen(
-        [sys.executable, str(SCRIPT), str(root), "r", str(n), tasks, "--default", default],
+        [sys.executable, str(SCRIPT), str(root), "r", str(n), tasks, "--default", default, *extra],
         stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "RAY_AUTH_MODE": "disabled"},
     )
 
@@ -64,11 +64,21 @@ def check_complete(root: Path, tasks: str, n: int) -> tuple[int, int]:
     return len(wanted - set(counts)), sum(c - 1 for c in counts.values())
 
 
-def test_ctrl_c_removes_sandboxes_and_the_run_resumes(tmp_path: Path) -> None:
-    driver = start(tmp_path, 3, "a,b", "nope sleep:4")
+def ctrl_c(driver: subprocess.Popen) -> None:
+    os.killpg(driver.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
+
+
+def sigterm(driver: subprocess.Popen) -> None:
+    # A scheduler's `kill PID` reaches the driver only (not Ray's workers), after ray.init installed its own handler.
+    os.kill(driver.pid, signal.SIGTERM)
+
+
+@pytest.mark.parametrize(("stop", "extra"), [(ctrl_c, ()), (sigterm, ("--sigterm-as-ctrl-c",))], ids=["ctrl-c", "sigterm"])
+def test_stopping_the_driver_removes_sandboxes_and_the_run_resumes(tmp_path: Path, stop, extra) -> None:
+    driver = start(tmp_path, 3, "a,b", "nope sleep:4", *extra)
     try:
         wait_for(lambda: len(live(tmp_path)) >= 2)
-        os.killpg(driver.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
+        stop(driver)
         assert driver.wait(timeout=120) == 130
     finally:
         end_group(driver.pid)
