@@ -52,6 +52,12 @@ class ServerFailure(InfraError, ConnectionError):
     """The model server is down or its engine is dead (connection refused, HTTP 500 from a dead engine)."""
 
 
+class ModelTimeout(InfraError, TimeoutError):
+    """The model server is alive (it answers a probe) but did not answer a request in time: it is overloaded, not
+    dead. The rollout is retried like any infrastructure failure; the server is kept (a restart would throw away
+    every request in flight and, for vLLM, minutes of warm-up)."""
+
+
 class RolloutDeadline(InfraError, TimeoutError):
     """A rollout exceeded its hard deadline over its whole life."""
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from agentbon.errors import ConfigError, ContextLengthExceeded, ModelError, ServerFailure
+from agentbon.errors import ConfigError, ContextLengthExceeded, ModelError, ModelTimeout, ServerFailure
 from agentbon.models.replies import classify_status, parse_choices
 
 
@@ -121,9 +121,15 @@ class OpenAIClient:
                 reply = self._http.post(url, json=body)
             except httpx.TimeoutException as e:
                 timeouts += 1
-                # A read timeout is retried once: a second one means the server is stuck, not slow.
+                # A read timeout is retried once; after a second one a probe tells a busy server (it still answers
+                # GET /models at once: overloaded, keep it) from a stuck one (restart it).
                 if isinstance(e, httpx.ReadTimeout | httpx.WriteTimeout | httpx.PoolTimeout) and timeouts > 1:
-                    raise ServerFailure(f"{url}: no reply within {self.timeout_s:g}s, twice") from e
+                    if self.responsive():
+                        raise ModelTimeout(
+                            f"{url}: no reply within {self.timeout_s:g}s, twice, while the server answers probes "
+                            "(overloaded: raise model.timeout_s or lower the concurrency)"
+                        ) from e
+                    raise ServerFailure(f"{url}: no reply within {self.timeout_s:g}s, twice, nor to a probe") from e
                 if attempt > self.retries:
                     raise ServerFailure(f"{url}: {type(e).__name__} after {attempt} attempts") from e
                 self._sleep(attempt, None)
@@ -154,6 +160,14 @@ class OpenAIClient:
             if attempt > self.retries:
                 raise ServerFailure(f"{url}: HTTP {status} after {attempt} attempts: {text[:300]}")
             self._sleep(attempt, reply.headers.get("retry-after"))
+
+    def responsive(self) -> bool:
+        """True when the server answers ``GET {base_url}/models`` (any HTTP status) within 10 s (or the timeout)."""
+        try:
+            self._http.get(self.base_url + "/models", timeout=min(10.0, self.timeout_s))
+        except httpx.HTTPError:
+            return False
+        return True
 
     def _sleep(self, attempt: int, retry_after: str | None) -> None:
         delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)

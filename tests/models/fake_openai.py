@@ -60,6 +60,8 @@ class FakeOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.get_routes: dict[str, str] = {}
         """Bodies for GET paths other than ``/v1/models`` (e.g. ``/metrics``)."""
+        self.get_delay_s = 0.0
+        """Seconds every GET waits first (a stuck server answers nothing)."""
         self._lock = threading.Lock()
         outer = self
 
@@ -70,6 +72,7 @@ class FakeOpenAIServer:
                 pass
 
             def do_GET(self) -> None:
+                time.sleep(outer.get_delay_s)
                 if self.path in outer.get_routes:
                     self._send(200, outer.get_routes[self.path], {})
                 else:

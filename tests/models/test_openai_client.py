@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agentbon.errors import ConfigError, ContextLengthExceeded, InfraError, ModelError, ServerFailure
+from agentbon.errors import ConfigError, ContextLengthExceeded, InfraError, ModelError, ModelTimeout, ServerFailure
 from agentbon.models.openai_client import OpenAIClient
 from tests.models.fake_openai import FakeOpenAIServer, Reply, completion, echo_seed
 
@@ -106,10 +106,20 @@ def test_read_timeout_is_retried_once():
     assert len(srv.requests) == 2
 
 
-def test_second_read_timeout_is_a_server_failure():
+def test_second_read_timeout_on_a_stuck_server_is_a_server_failure():
     with FakeOpenAIServer(lambda i, b: Reply(delay_s=1.0)) as srv, client(srv.url, timeout_s=0.3, retries=5) as c:
-        with pytest.raises(ServerFailure, match="twice"):
+        srv.get_delay_s = 1.0  # the probe gets no answer either
+        with pytest.raises(ServerFailure, match="twice, nor to a probe"):
             c.chat(MSGS)
+    assert len(srv.requests) == 2
+
+
+def test_second_read_timeout_on_a_busy_server_is_an_overload_not_a_dead_server():
+    # The server still answers GET /models at once: it is slow (many requests in flight), so the server is kept.
+    with FakeOpenAIServer(lambda i, b: Reply(delay_s=1.0)) as srv, client(srv.url, timeout_s=0.3, retries=5) as c:
+        with pytest.raises(ModelTimeout, match="overloaded") as caught:
+            c.chat(MSGS)
+    assert not isinstance(caught.value, ServerFailure) and isinstance(caught.value, InfraError)
     assert len(srv.requests) == 2
 
 
