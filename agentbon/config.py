@@ -49,8 +49,10 @@ class ModelConfig(Section):
     top_p: float = 0.95
     max_tokens: int = 1024
     """Completion tokens per model call."""
-    timeout_s: float = 300.0
-    """Per-request timeout."""
+    timeout_s: float = 600.0
+    """Per-request timeout. A CPU server with 8 requests in flight can take minutes over one; after two timeouts a
+    probe decides: a server that still answers is overloaded (the rollout is retried, the server kept), one that
+    does not is restarted."""
     retries: int = 3
     """Retries on transient errors (connection reset, 429, 503) with backoff; never on a bad reply."""
     seed: int = 0
@@ -147,8 +149,8 @@ class RunConfig(Section):
     run_dir: str = "runs"
     """Where run directories live."""
     run_id: str | None = None
-    concurrency: int = 2
-    """Sandbox slots (rollouts at once) on this node."""
+    concurrency: int | None = Field(default=None, ge=1)
+    """Sandbox slots (rollouts at once) of a local Ray. None: ``slots()`` picks by how the model serves requests."""
     max_pending: int = 64
     """Bound on submitted, unfinished rollouts."""
     infra_retries: int = 2
@@ -164,6 +166,15 @@ class RunConfig(Section):
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     select: SelectConfig = Field(default_factory=SelectConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
+
+    def slots(self) -> int:
+        """Sandbox slots of a local Ray: ``concurrency`` when set; else 2 where agentbon starts llama.cpp's server
+        (it answers one request at a time, so more rollouts would only wait), and 8 where requests are batched
+        (a vLLM launcher, or an endpoint you give): a rollout holds its sandbox while it waits for the model, and
+        a batching server only reaches its throughput with many requests in flight."""
+        if self.concurrency is not None:
+            return self.concurrency
+        return 2 if self.model.endpoint is None and self.model.launcher == "llama-cpp" else 8
 
 
 def _parse_value(raw: str) -> Any:

@@ -136,3 +136,13 @@ def test_resuming_with_other_sampling_settings_is_refused(tmp_path) -> None:
         check_resumable(store, load_config(overrides=["model.temperature=0.2"]))
     assert default_run_id("suites/demo", first) == default_run_id("suites/demo", load_config(n=8))
     assert default_run_id("suites/demo", first) != default_run_id("suites/demo", load_config(overrides=["model.seed=1"]))
+
+
+def test_sandbox_slots_follow_how_the_model_serves() -> None:
+    assert RunConfig().slots() == 2  # llama.cpp's server answers one request at a time
+    assert RunConfig.model_validate({"model": {"launcher": "vllm"}}).slots() == 8
+    assert RunConfig.model_validate({"model": {"launcher": "vllm-actors"}}).slots() == 8
+    assert RunConfig.model_validate({"model": {"endpoint": "http://h:8000/v1"}}).slots() == 8
+    assert RunConfig.model_validate({"concurrency": 3, "model": {"launcher": "vllm"}}).slots() == 3
+    with pytest.raises(ValueError):
+        RunConfig(concurrency=0)
