@@ -1,0 +1,234 @@
+"""A real best-of-N batch per model launcher, and the same model calls replayed against the server alone.
+
+For each ``--launcher`` it runs ``agentbon run SUITE -n N -c model.launcher=L`` in a fresh run directory (a child
+process, plain log lines) while sampling memory once a second: the resident set of the agentbon process tree (driver,
+Ray workers, the model server) plus the memory of agentbon's containers (their cgroups). It then prints: wall time,
+the server's start time, completion tokens and aggregate tokens/s over the generation span (first model request to
+last reply), peak memory, coverage (pass@1, pass@N) and resolved tasks.
+
+``--replay`` then sends the recorded model calls of that run (same messages, seeds, sampling, as many at once as the
+run had sandbox slots) straight to a fresh server of the same launcher, with no sandboxes, no Ray and no agent, and
+prints its tokens/s and the ratio agentbon / server alone (issue target: at least 0.9).
+
+Usage: python benchmarks/demo_bench.py [--launcher llama-cpp] [--launcher vllm] [--n 8] [--suite tasks/demo]
+       [--out runs/bench] [--replay] [-c key.sub=value ...]
+       python benchmarks/demo_bench.py --replay-only RUN_DIR --launcher L
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tree_rss(root_pid: int) -> int:
+    """Resident bytes of ``root_pid`` and all its descendants."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(stat.split("/")[2])
+        children.setdefault(int(fields[1]), []).append(pid)
+        rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    total, todo = 0, [root_pid]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def _container_memory() -> int:
+    """Bytes charged to running containers' cgroups (cgroup v2 or v1 layouts)."""
+    total = 0
+    for pattern in (
+        "/sys/fs/cgroup/system.slice/docker-*.scope/memory.current",
+        "/sys/fs/cgroup/docker/*/memory.current",
+        "/sys/fs/cgroup/memory/docker/*/memory.usage_in_bytes",
+    ):
+        for path in glob.glob(pattern):
+            try:
+                total += int(Path(path).read_text())
+            except (OSError, ValueError):
+                pass
+    return total
+
+
+class MemorySampler(threading.Thread):
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.peak_procs, self.stop = pid, 0, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(1.0):
+            procs = _tree_rss(self.pid)
+            self.peak_procs = max(self.peak_procs, procs)
+            self.peak = max(self.peak, procs + _container_memory())
+
+
+def _rollouts(run_dir: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(run_dir.glob("*/*/rollout.json"))]
+
+
+def _model_calls(run_dir: Path) -> list[dict]:
+    """Every model call of the run: {messages, seed, started, ended, completion_tokens} from the trajectories."""
+    calls = []
+    for traj in sorted(run_dir.glob("*/*/trajectory.jsonl")):
+        started_at = json.loads((traj.parent / "rollout.json").read_text())["timings"]["started_at"]
+        messages: list[dict] = []
+        for line in traj.read_text().splitlines():
+            msg = json.loads(line)
+            extra = msg.get("extra") or {}
+            if msg["role"] == "assistant" and "model_latency_s" in extra:
+                ended = started_at + extra["elapsed_s"]
+                calls.append({
+                    "messages": list(messages),
+                    "seed": extra.get("seed"),
+                    "started": ended - extra["model_latency_s"],
+                    "ended": ended,
+                    "completion_tokens": extra["usage"]["completion_tokens"],
+                })  # fmt: skip
+            messages.append({"role": msg["role"], "content": msg["content"]})
+    return calls
+
+
+def run_batch(launcher: str, args: argparse.Namespace) -> Path:
+    run_id = f"bench-{launcher}-n{args.n}-{int(time.time())}"
+    cmd = [
+        sys.executable, "-m", "agentbon", "run", args.suite, "-n", str(args.n),
+        "--run-dir", args.out, "--run-id", run_id, "-c", f"model.launcher={launcher}",
+    ]  # fmt: skip
+    for item in args.c:
+        cmd += ["-c", item]
+    print("$", " ".join(cmd), flush=True)
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sampler = MemorySampler(proc.pid)
+    sampler.start()
+    log = Path(args.out) / f"{run_id}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as f:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            f.write(line)
+            f.flush()
+    rc = proc.wait()
+    wall = time.monotonic() - start
+    sampler.stop.set()
+    sampler.join()
+    run_dir = Path(args.out) / run_id
+    print(f"[{launcher}] exit {rc}, log {log}")
+    report(launcher, run_dir, wall, sampler)
+    return run_dir
+
+
+def report(launcher: str, run_dir: Path, wall: float, sampler: MemorySampler | None) -> None:
+    rollouts = _rollouts(run_dir)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    start_s = next((e.get("start_s") for e in events if e["type"] == "model_stats"), None)
+    hit = next((e.get("prefix_cache_hit_rate") for e in events if e["type"] == "model_stats"), None)
+    tokens = sum(r["usage"]["completion_tokens"] for r in rollouts)
+    prompt = sum(r["usage"]["prompt_tokens"] for r in rollouts)
+    cached = sum(r["usage"]["cached_tokens"] for r in rollouts)
+    span = _generation_span(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
+    curve = summary.get("pass_at_k") or {}
+    print(f"[{launcher}] rollouts {len(rollouts)}, wall {wall:.0f}s, server start {start_s}s")
+    print(f"[{launcher}] tokens: prompt {prompt} (cached {cached}), completion {tokens}")
+    if span:
+        print(f"[{launcher}] generation span {span:.0f}s: {tokens / span:.1f} completion tok/s aggregate")
+    if sampler:
+        print(
+            f"[{launcher}] peak memory {sampler.peak / 2**30:.2f} GiB "
+            f"(processes {sampler.peak_procs / 2**30:.2f} GiB + containers)"
+        )
+    if hit is not None:
+        print(f"[{launcher}] prefix-cache hit rate {hit}")
+    print(f"[{launcher}] pass@k {json.dumps(curve)}; resolved-by-task {_by_task(run_dir)}")
+
+
+def _generation_span(run_dir: Path) -> float | None:
+    calls = _model_calls(run_dir)
+    if not calls:
+        return None
+    return max(c["ended"] for c in calls) - min(c["started"] for c in calls)
+
+
+def _by_task(run_dir: Path) -> dict[str, str]:
+    out = {}
+    for task_dir in sorted(p for p in run_dir.iterdir() if p.is_dir()):
+        grades = [json.loads(v.read_text())["status"] == "pass" for v in task_dir.glob("*/verdict.grade.json")]
+        if grades:
+            out[task_dir.name] = f"{sum(bool(g) for g in grades)}/{len(grades)}"
+    return out
+
+
+def replay(launcher: str, run_dir: Path, extra: list[str], limit: int) -> None:
+    from agentbon.config import load_config
+    from agentbon.models import client_for, local_server
+
+    config = load_config([run_dir / "config.yaml"], [*extra, f"model.launcher={launcher}"])
+    calls = sorted(_model_calls(run_dir), key=lambda c: c["started"])
+    if not calls:
+        print(f"[{launcher}] replay: the run recorded no model calls")
+        return
+    agentbon_tokens = sum(c["completion_tokens"] for c in calls)
+    span = max(c["ended"] for c in calls) - min(c["started"] for c in calls)
+    calls = calls[:limit] if limit else calls  # the server's rate, from the first calls in the run's order
+    server = local_server(config.model)
+    with server as endpoint, client_for(config.model, endpoint) as model:
+
+        def one(call: dict) -> int:
+            r = model.chat(call["messages"], max_tokens=config.model.max_tokens, seed=call["seed"])
+            return r.usage.completion_tokens
+
+        start = time.monotonic()
+        with ThreadPoolExecutor(config.slots()) as pool:
+            tokens = sum(pool.map(one, calls))
+        wall = time.monotonic() - start
+    ours, alone = agentbon_tokens / span, tokens / wall
+    print(
+        f"[{launcher}] replay of {len(calls)} calls, {config.slots()} at once: server alone {tokens} tokens in "
+        f"{wall:.0f}s = {alone:.1f} tok/s; through agentbon {ours:.1f} tok/s; ratio {ours / alone:.2f}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--launcher", action="append", choices=["llama-cpp", "vllm", "vllm-actors"])
+    ap.add_argument("--n", type=int, default=8)
+    ap.add_argument("--suite", default=str(ROOT / "tasks" / "demo"))
+    ap.add_argument("--out", default=str(ROOT / "runs" / "bench"))
+    ap.add_argument("--replay", action="store_true", help="after each batch, replay its model calls on the server alone")
+    ap.add_argument("--replay-only", metavar="RUN_DIR", help="replay an existing run's model calls; no batch")
+    ap.add_argument("--replay-calls", type=int, default=0, help="replay only the first K calls (0: all)")
+    ap.add_argument("-c", action="append", default=[], metavar="KEY=VALUE", help="config override for the batch")
+    args = ap.parse_args()
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    launchers = args.launcher or ["llama-cpp"]
+    if args.replay_only:
+        for launcher in launchers:
+            report(launcher, Path(args.replay_only), float("nan"), None)
+            replay(launcher, Path(args.replay_only), args.c, args.replay_calls)
+        return
+    for launcher in launchers:
+        run_dir = run_batch(launcher, args)
+        if args.replay:
+            replay(launcher, run_dir, args.c, args.replay_calls)
+
+
+if __name__ == "__main__":
+    main()
