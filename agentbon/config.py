@@ -40,8 +40,11 @@ class ModelConfig(Section):
     """OpenAI-compatible base URL (``http://host:8000/v1``). None: agentbon starts the embedded default server."""
     name: str = "qwen2.5-coder-1.5b-instruct"
     """Model name sent to the endpoint."""
-    launcher: Literal["llama-cpp", "vllm", "vllm-actors"] = "llama-cpp"
-    """What agentbon starts when no endpoint is given: a llama.cpp or vLLM server, or vLLM engines as Ray actors."""
+    launcher: Literal["auto", "llama-cpp", "vllm", "vllm-actors"] = "auto"
+    """What agentbon starts when no endpoint is given: a llama.cpp or vLLM server, or vLLM engines as Ray actors.
+    ``auto``: the vLLM server where vLLM and a model for it are installed (``scripts/setup.sh`` does both on x86
+    CPUs; about twice llama.cpp's throughput on a best-of-8 batch, after minutes of warm-up), else llama.cpp (starts
+    in seconds, one request at a time). The run records which one ran."""
     path: str | None = None
     """Weights for a local server: a GGUF file (llama-cpp) or an HF directory / hub id (vllm). None: the default."""
     api_key: str | None = None
@@ -174,6 +177,10 @@ class RunConfig(Section):
         a batching server only reaches its throughput with many requests in flight."""
         if self.concurrency is not None:
             return self.concurrency
+        if self.model.endpoint is None and self.model.launcher == "auto":
+            from agentbon.models import resolve_launcher
+
+            return self.model_copy(update={"model": resolve_launcher(self.model)}).slots()
         return 2 if self.model.endpoint is None and self.model.launcher == "llama-cpp" else 8
 
 

@@ -33,7 +33,9 @@ def fetch(
 
 @model_app.command()
 def serve(
-    launcher: Annotated[str, typer.Option(help="llama-cpp or vllm.", rich_help_panel="Server")] = "llama-cpp",
+    launcher: Annotated[
+        str, typer.Option(help="auto (vllm where installed, else llama-cpp), llama-cpp or vllm.", rich_help_panel="Server")
+    ] = "auto",
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free one).", rich_help_panel="Server")] = 0,
     path: Annotated[
         str | None,
@@ -52,8 +54,8 @@ def serve(
     from agentbon.errors import AgentbonError
     from agentbon.models import local_server
 
-    if launcher not in ("llama-cpp", "vllm"):
-        raise typer.BadParameter(f"{launcher!r}: expected llama-cpp or vllm", param_hint="--launcher")
+    if launcher not in ("auto", "llama-cpp", "vllm"):
+        raise typer.BadParameter(f"{launcher!r}: expected auto, llama-cpp or vllm", param_hint="--launcher")
     config = ModelConfig(launcher=launcher, path=path, name=name, threads=threads, ctx=ctx)  # type: ignore[arg-type]
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -31,7 +31,7 @@ def run(
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model name sent to the endpoint.", rich_help_panel=_MODEL)] = None,
     launcher: Annotated[
-        str | None, typer.Option(help="What to start without an endpoint: llama-cpp, vllm or vllm-actors (Ray engines).", rich_help_panel=_MODEL)
+        str | None, typer.Option(help="What to start without an endpoint: auto (vllm where installed, else llama-cpp), llama-cpp, vllm or vllm-actors (Ray engines).", rich_help_panel=_MODEL)
     ] = None,
     ray_address: Annotated[
         str | None, typer.Option(help="Join this Ray cluster (host:port or auto); default: a local Ray.", rich_help_panel=_CLUSTER)

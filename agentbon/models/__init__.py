@@ -16,10 +16,19 @@ from agentbon.errors import ConfigError
 from agentbon.models.openai_client import OpenAIClient
 from agentbon.models.server import LocalServer
 
-__all__ = ["LocalServer", "OpenAIClient", "client_for", "local_server", "make_model", "serving"]
+__all__ = ["LocalServer", "OpenAIClient", "client_for", "local_server", "make_model", "resolve_launcher", "serving"]
 
 # Where the server is known: llama.cpp ignores `n`, vLLM honours it; anything else is found out on first use.
 _SUPPORTS_N = {"llama-cpp": False, "vllm": True}
+
+
+def resolve_launcher(config: ModelConfig) -> ModelConfig:
+    """``launcher: auto`` made concrete: ``vllm`` where vLLM and a model for it are installed, else ``llama-cpp``."""
+    if config.launcher != "auto":
+        return config
+    from agentbon.models.vllm_server import vllm_available
+
+    return config.model_copy(update={"launcher": "vllm" if vllm_available(config) else "llama-cpp"})
 
 
 def client_for(config: ModelConfig, endpoint: str, supports_n: bool | None = None) -> OpenAIClient:
@@ -47,6 +56,7 @@ def local_server(
     log: Callable[[str], None] = lambda msg: None,
 ) -> LocalServer:
     """The (not yet started) server ``config.launcher`` names."""
+    config = resolve_launcher(config)
     if config.launcher == "vllm-actors":
         raise ConfigError("model.launcher: vllm-actors starts Ray engine actors, not a server (use vllm for a server)")
     if config.launcher == "vllm":
@@ -66,6 +76,7 @@ def make_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: 
     """
     if config.endpoint:
         return client_for(config, config.endpoint)
+    config = resolve_launcher(config)
     if config.launcher == "vllm-actors":
         from agentbon.models.actors import PoolModels, start_pool
 
@@ -81,6 +92,7 @@ def make_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: 
 @contextmanager
 def serving(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> Iterator[ModelConfig]:
     """Yield ``config`` with ``endpoint`` set: as given, or a local server started now and stopped on exit."""
+    config = config if config.endpoint else resolve_launcher(config)
     if config.endpoint or config.launcher == "vllm-actors":  # engine actors: make_model starts (and owns) them
         yield config
         return

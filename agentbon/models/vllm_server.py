@@ -46,6 +46,17 @@ def vllm_python() -> str:
     raise MissingExtra("vllm (GPU: the extra; CPU: bash scripts/setup_vllm_cpu.sh)", "gpu")
 
 
+def vllm_available(config: ModelConfig) -> bool:
+    """True when a vLLM interpreter is found and ``config.path`` (or the default converted model) suits it."""
+    try:
+        vllm_python()
+    except (MissingExtra, ConfigError):
+        return False
+    if config.path:
+        return not config.path.endswith(".gguf")
+    return (models_dir() / DEFAULT_HF_DIR).is_dir()
+
+
 def vllm_command(python: str, model: str, *, port: int, name: str, ctx: int) -> list[str]:
     """The command line that serves ``model`` (an HF directory or hub id) on 127.0.0.1:``port``."""
     return [

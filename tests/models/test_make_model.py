@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from agentbon.config import ModelConfig
+from agentbon.config import ModelConfig, RunConfig
 from agentbon.errors import ConfigError
 from agentbon.models import make_model, serving
 from agentbon.models.llama_server import llama_cpp_command, llama_cpp_server
@@ -29,9 +29,27 @@ def test_endpoint_config_gives_a_client_with_the_config_defaults():
 def test_clients_of_a_llama_server_fan_out_one_request_at_a_time():
     from agentbon.models import client_for
 
-    assert client_for(ModelConfig(), "http://x/v1", supports_n=False).fanout_workers == 1
+    assert client_for(ModelConfig(launcher="llama-cpp"), "http://x/v1", supports_n=False).fanout_workers == 1
     assert client_for(ModelConfig(launcher="vllm"), "http://x/v1", supports_n=True).fanout_workers > 1
     assert client_for(ModelConfig(), "http://x/v1").fanout_workers > 1  # unknown server: parallel
+
+
+def test_auto_launcher_is_vllm_where_vllm_and_a_model_for_it_are_installed(tmp_path, monkeypatch):
+    from agentbon.models import resolve_launcher
+
+    hf_dir = tmp_path / "hf"
+    hf_dir.mkdir()
+    monkeypatch.setenv("AGENTBON_VLLM_PYTHON", str(tmp_path / "no-such-python"))
+    assert resolve_launcher(ModelConfig(path=str(hf_dir))).launcher == "llama-cpp"  # no vLLM interpreter
+    python = tmp_path / "python"
+    python.write_text("")
+    monkeypatch.setenv("AGENTBON_VLLM_PYTHON", str(python))
+    assert resolve_launcher(ModelConfig(path=str(hf_dir))).launcher == "vllm"
+    assert resolve_launcher(ModelConfig(path="/m/model.gguf")).launcher == "llama-cpp"  # llama.cpp's format
+    monkeypatch.setenv("AGENTBON_HOME", str(tmp_path / "empty"))
+    assert resolve_launcher(ModelConfig()).launcher == "llama-cpp"  # the default model not converted for vLLM
+    assert resolve_launcher(ModelConfig(launcher="llama-cpp", path=str(hf_dir))).launcher == "llama-cpp"  # as given
+    assert RunConfig.model_validate({"model": {"path": str(hf_dir)}}).slots() == 8
 
 
 def test_llama_command_queues_requests_instead_of_interrupting():
@@ -79,7 +97,7 @@ def test_real_llama_cpp_server_with_the_qwen_gguf_answers_a_seeded_chat():
         pytest.skip("llama_cpp not installed (pip install 'agentbon[local]')")
     if cached_path(QWEN_CODER_1_5B) is None:
         pytest.skip("Qwen GGUF not fetched (agentbon model fetch)")
-    cfg = ModelConfig(threads=2, ctx=2048, max_tokens=48, temperature=0.0)
+    cfg = ModelConfig(launcher="llama-cpp", threads=2, ctx=2048, max_tokens=48, temperature=0.0)
     messages = [{"role": "user", "content": "Write a one-line Python function add(a, b). Code only."}]
     with make_model(cfg) as model:
         first = model.chat(messages, seed=1)
