@@ -185,9 +185,9 @@ def replay(launcher: str, run_dir: Path, extra: list[str], limit: int) -> None:
     if not calls:
         print(f"[{launcher}] replay: the run recorded no model calls")
         return
+    calls = calls[:limit] if limit else calls  # the first calls in the run's order, compared over the same calls
     agentbon_tokens = sum(c["completion_tokens"] for c in calls)
     span = max(c["ended"] for c in calls) - min(c["started"] for c in calls)
-    calls = calls[:limit] if limit else calls  # the server's rate, from the first calls in the run's order
     server = local_server(config.model)
     with server as endpoint, client_for(config.model, endpoint) as model:
 
