@@ -185,9 +185,15 @@ def replay(launcher: str, run_dir: Path, extra: list[str], limit: int) -> None:
     if not calls:
         print(f"[{launcher}] replay: the run recorded no model calls")
         return
-    calls = calls[:limit] if limit else calls  # the first calls in the run's order, compared over the same calls
-    agentbon_tokens = sum(c["completion_tokens"] for c in calls)
-    span = max(c["ended"] for c in calls) - min(c["started"] for c in calls)
+    # Through agentbon: the completion tokens the run's server produced from its first request until the K-th
+    # call (in start order) ended, each call's tokens spread evenly over its duration, over that window.
+    every, calls = calls, calls[:limit] if limit else calls
+    t0, t1 = calls[0]["started"], max(c["ended"] for c in calls)
+    window_tokens = sum(
+        c["completion_tokens"] * max(0.0, min(c["ended"], t1) - max(c["started"], t0)) / (c["ended"] - c["started"])
+        for c in every
+        if c["ended"] > c["started"]
+    )
     server = local_server(config.model)
     with server as endpoint, client_for(config.model, endpoint) as model:
 
@@ -199,7 +205,7 @@ def replay(launcher: str, run_dir: Path, extra: list[str], limit: int) -> None:
         with ThreadPoolExecutor(config.slots()) as pool:
             tokens = sum(pool.map(one, calls))
         wall = time.monotonic() - start
-    ours, alone = agentbon_tokens / span, tokens / wall
+    ours, alone = window_tokens / (t1 - t0), tokens / wall
     print(
         f"[{launcher}] replay of {len(calls)} calls, {config.slots()} at once: server alone {tokens} tokens in "
         f"{wall:.0f}s = {alone:.1f} tok/s; through agentbon {ours:.1f} tok/s; ratio {ours / alone:.2f}"
