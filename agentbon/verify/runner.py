@@ -133,7 +133,11 @@ class TestVerifier:
         made = self._sh(sandbox, f'd={vdir_sh} && mkdir -p "$d" && echo "$d"')
         vdir = made.output.strip().splitlines()[-1] if made.output.strip() else ""
         if made.exit_code != 0 or not vdir.startswith("/") or any(c in vdir for c in " '\"$`\\"):
-            raise _Fail(f"cannot prepare the sandbox: {made.output[-300:]}", status="infra_error")
+            how = "timed out" if made.timed_out else f"exit {made.exit_code}"
+            raise _Fail(
+                f"cannot prepare the sandbox ({how} after {made.duration_s:.1f}s): {made.output[-300:].strip() or 'no output'}",
+                status="infra_error",
+            )
         if patch.strip():
             self._apply_candidate(sandbox, task, patch, vdir, state)
         if tests.patch:
