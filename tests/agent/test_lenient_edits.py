@@ -178,4 +178,7 @@ def test_the_agent_applies_a_whole_function_reply_and_the_prompt_names_a_real_pa
     result = EditAgent(AgentConfig()).run(task, sandbox, model, spec)
     assert result.status == "submitted" and "+    return a + b" in sandbox.diff()
     prompt = result.messages[1]["content"]
-    assert "path/to/" not in prompt and "calc/ops.py\n<<<<<<< SEARCH" in prompt and "```python" in prompt
+    assert "path/to/" not in prompt and "such as calc/ops.py" in prompt and "```python" in prompt
+    # The format is shown by a concrete example, with no prose between the markers for a small model to copy.
+    search = prompt.split("<<<<<<< SEARCH\n", 1)[1].split("=======", 1)[0]
+    assert search == "    total = sum(prices)\n    return total - 1\n"
