@@ -72,7 +72,7 @@ class BashAgent:
                 except FormatError as e:
                     conv.malformed += 1
                     conv.add("user", str(e), kind="format_error", malformed=conv.malformed)
-                    if conv.malformed >= self.config.malformed_limit:
+                    if conv.malformed >= self.config.malformed_cap():
                         raise
         except AgentExit as e:
             return conv.result(e.status, type(e).__name__, str(e))

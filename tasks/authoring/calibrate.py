@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads")
     parser.add_argument("--backend", default="docker", choices=["docker", "process"], help="sandbox backend")
     parser.add_argument(
-        "--tries", type=int, default=AgentConfig().malformed_limit, help="replies per rollout while no edit applies"
+        "--tries", type=int, default=AgentConfig(type="edit").malformed_cap(), help="replies per rollout while no edit applies"
     )
     parser.add_argument(
         "--save",

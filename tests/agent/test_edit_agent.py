@@ -109,3 +109,9 @@ def test_a_reply_cut_at_max_tokens_is_told_so(task, sandbox, spec):
     result = EditAgent(AgentConfig()).run(task, sandbox, model, spec)
     assert result.status == "submitted" and "cut off at the length limit" in model.calls[1]["messages"][-1]["content"]
     assert result.messages[2]["extra"]["finish_reason"] == "length"
+
+
+def test_repairs_default_to_one_for_the_edit_agent_and_two_for_bash():
+    assert AgentConfig(type="edit").malformed_cap() == 2
+    assert AgentConfig(type="bash").malformed_cap() == 3
+    assert AgentConfig(type="edit", malformed_limit=5).malformed_cap() == 5
