@@ -145,7 +145,9 @@ def report(launcher: str, run_dir: Path, wall: float, sampler: MemorySampler | N
     cached = sum(r["usage"]["cached_tokens"] for r in rollouts)
     span = _generation_span(run_dir)
     summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
-    curve = summary.get("pass_at_k") or {}
+    metrics = summary.get("metrics") or {}
+    curve = dict(zip(summary.get("ks") or [], (metrics.get("coverage") or {}).get("mean") or [], strict=False))
+    selected = ((metrics.get("selectors") or {}).get(summary.get("primary_selector") or "", {}).get("selected") or {})
     print(f"[{launcher}] rollouts {len(rollouts)}, wall {wall:.0f}s, server start {start_s}s")
     print(f"[{launcher}] tokens: prompt {prompt} (cached {cached}), completion {tokens}")
     if span:
@@ -157,7 +159,7 @@ def report(launcher: str, run_dir: Path, wall: float, sampler: MemorySampler | N
         )
     if hit is not None:
         print(f"[{launcher}] prefix-cache hit rate {hit}")
-    print(f"[{launcher}] pass@k {json.dumps(curve)}; resolved-by-task {_by_task(run_dir)}")
+    print(f"[{launcher}] coverage pass@k {curve}; selected {selected.get('mean')}; resolved by task {_by_task(run_dir)}")
 
 
 def _generation_span(run_dir: Path) -> float | None:
