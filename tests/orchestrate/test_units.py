@@ -139,7 +139,8 @@ def test_resuming_with_other_sampling_settings_is_refused(tmp_path) -> None:
 
 
 def test_sandbox_slots_follow_how_the_model_serves() -> None:
-    assert RunConfig().slots() == 2  # llama.cpp's server answers one request at a time
+    llama = {"model": {"launcher": "llama-cpp"}}
+    assert RunConfig.model_validate(llama).slots() == 2  # llama.cpp's server answers one request at a time
     assert RunConfig.model_validate({"model": {"launcher": "vllm"}}).slots() == 8
     assert RunConfig.model_validate({"model": {"launcher": "vllm-actors"}}).slots() == 8
     assert RunConfig.model_validate({"model": {"endpoint": "http://h:8000/v1"}}).slots() == 8
