@@ -185,11 +185,10 @@ class RunConfig(Section):
         a batching server only reaches its throughput with many requests in flight."""
         if self.concurrency is not None:
             return self.concurrency
-        if self.model.endpoint is None and self.model.launcher == "auto":
-            from agentbon.models import resolve_launcher
+        from agentbon.models import resolve_launcher
 
-            return self.model_copy(update={"model": resolve_launcher(self.model)}).slots()
-        return 2 if self.model.endpoint is None and self.model.launcher == "llama-cpp" else 8
+        model = resolve_launcher(self.model)
+        return 2 if model.endpoint is None and model.launcher == "llama-cpp" else 8
 
 
 def _parse_value(raw: str) -> Any:

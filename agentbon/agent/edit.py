@@ -4,7 +4,7 @@ Localisation needs no model (``localise``: files ranked against the problem stat
 unless named). The model answers with edit blocks (``blocks``); they are applied in the sandbox through
 ``read_file``/``write_file``, exactly where the SEARCH text occurs, else ignoring whitespace. Each block's
 outcome goes into the trajectory. When no block applies the errors are fed back and the model tries again,
-until ``malformed_limit`` failed replies (default 2) (status ``format_error``); once at least one edit applies the
+until ``malformed_limit`` failed replies (2 by default; status ``format_error``); once at least one edit applies the
 rollout is ``submitted``. Step, token and time limits hold as in the bash agent.
 
 Like the bash agent, the prompts see only the problem statement (and hints where asked for), never the

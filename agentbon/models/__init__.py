@@ -23,8 +23,9 @@ _SUPPORTS_N = {"llama-cpp": False, "vllm": True}
 
 
 def resolve_launcher(config: ModelConfig) -> ModelConfig:
-    """``launcher: auto`` made concrete: ``vllm`` where vLLM and a model for it are installed, else ``llama-cpp``."""
-    if config.launcher != "auto":
+    """``launcher: auto`` made concrete: ``vllm`` where vLLM and a model for it are installed, else ``llama-cpp``.
+    Unchanged when the launcher is named or an endpoint is given (then nothing is launched)."""
+    if config.launcher != "auto" or config.endpoint:
         return config
     from agentbon.models.vllm_server import vllm_available
 
@@ -92,7 +93,7 @@ def make_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: 
 @contextmanager
 def serving(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> Iterator[ModelConfig]:
     """Yield ``config`` with ``endpoint`` set: as given, or a local server started now and stopped on exit."""
-    config = config if config.endpoint else resolve_launcher(config)
+    config = resolve_launcher(config)
     if config.endpoint or config.launcher == "vllm-actors":  # engine actors: make_model starts (and owns) them
         yield config
         return

@@ -27,10 +27,9 @@ class ModelService:
     def start(self) -> ModelConfig:
         """Make sure the model serves; return the model config with ``endpoint`` (or ``pool``) set."""
         t0 = time.monotonic()
-        if not self.config.endpoint:
-            from agentbon.models import resolve_launcher
+        from agentbon.models import resolve_launcher
 
-            self.config = resolve_launcher(self.config)
+        self.config = resolve_launcher(self.config)  # the stats name the launcher that ran
         config = self.config
         if config.endpoint:
             self._endpoint = config.endpoint

@@ -92,10 +92,9 @@ def run_batch(
     emit = emit or (lambda *a, **k: None)
     run_id = config.run_id or default_run_id(suite, config)
     config = config.model_copy(update={"run_id": run_id})
-    if not config.model.endpoint:  # the store records the launcher that ran, not "auto"
-        from agentbon.models import resolve_launcher
+    from agentbon.models import resolve_launcher
 
-        config = config.model_copy(update={"model": resolve_launcher(config.model)})
+    config = config.model_copy(update={"model": resolve_launcher(config.model)})  # the store names what ran
     store = RunStore(Path(config.run_dir) / run_id)
     result = RunResult(run_id=run_id, path=store.path)
     t0 = time.time()

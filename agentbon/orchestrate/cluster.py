@@ -91,9 +91,10 @@ def sigterm_as_ctrl_c() -> None:
 
 @contextmanager
 def _keeping_sigterm_handler() -> Iterator[None]:
-    """Put back the caller's SIGTERM handler after ``ray.init``, which replaces it with ``sys.exit``: a batch
+    """Put back the caller's own SIGTERM handler after ``ray.init``, which replaces it with ``sys.exit``: a batch
     scheduler's SIGTERM must stop the run the way the caller chose (the CLI: like Ctrl-C, sandboxes removed and
-    the store resumable), not end the driver with its rollouts' containers still running."""
+    the store resumable), not end the driver with its rollouts' containers still running. A caller without one
+    keeps Ray's (a ``SystemExit`` still runs the driver's ``finally`` blocks; the default action would not)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -101,7 +102,7 @@ def _keeping_sigterm_handler() -> Iterator[None]:
     try:
         yield
     finally:
-        if before is not None:
+        if callable(before):
             signal.signal(signal.SIGTERM, before)
 
 

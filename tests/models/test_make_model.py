@@ -49,6 +49,7 @@ def test_auto_launcher_is_vllm_where_vllm_and_a_model_for_it_are_installed(tmp_p
     monkeypatch.setenv("AGENTBON_HOME", str(tmp_path / "empty"))
     assert resolve_launcher(ModelConfig()).launcher == "llama-cpp"  # the default model not converted for vLLM
     assert resolve_launcher(ModelConfig(launcher="llama-cpp", path=str(hf_dir))).launcher == "llama-cpp"  # as given
+    assert resolve_launcher(ModelConfig(endpoint="http://h/v1")).launcher == "auto"  # nothing to launch
     assert RunConfig.model_validate({"model": {"path": str(hf_dir)}}).slots() == 8
 
 
