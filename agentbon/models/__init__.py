@@ -16,20 +16,46 @@ from agentbon.errors import ConfigError
 from agentbon.models.openai_client import OpenAIClient
 from agentbon.models.server import LocalServer
 
-__all__ = ["LocalServer", "OpenAIClient", "client_for", "local_server", "make_model", "resolve_launcher", "serving"]
+__all__ = [
+    "ENDPOINT_TOP_P",
+    "LOCAL_TOP_K",
+    "LocalServer",
+    "OpenAIClient",
+    "client_for",
+    "local_server",
+    "make_model",
+    "resolve_model",
+    "serving",
+]
 
 # Where the server is known: llama.cpp ignores `n`, vLLM honours it; anything else is found out on first use.
 _SUPPORTS_N = {"llama-cpp": False, "vllm": True}
 
 
-def resolve_launcher(config: ModelConfig) -> ModelConfig:
-    """``launcher: auto`` made concrete: ``vllm`` where vLLM and a model for it are installed, else ``llama-cpp``.
-    Unchanged when the launcher is named or an endpoint is given (then nothing is launched)."""
-    if config.launcher != "auto" or config.endpoint:
-        return config
-    from agentbon.models.vllm_server import vllm_available
+LOCAL_TOP_K = 40
+"""``model.top_k`` where agentbon starts the server and the config sets neither ``top_k`` nor ``top_p``."""
+ENDPOINT_TOP_P = 0.95
+"""``model.top_p`` for an endpoint you give where the config sets neither ``top_p`` nor ``top_k``."""
 
-    return config.model_copy(update={"launcher": "vllm" if vllm_available(config) else "llama-cpp"})
+
+def resolve_model(config: ModelConfig) -> ModelConfig:
+    """The model config made concrete. With an endpoint: ``top_p`` ``ENDPOINT_TOP_P`` where no truncation is set.
+    Where agentbon launches the server: ``launcher: auto`` becomes ``vllm`` where vLLM and a model for it are
+    installed, else ``llama-cpp``; ``top_k`` becomes ``LOCAL_TOP_K`` where no truncation is set (both servers take
+    it, and vLLM's CPU build samples faster with it than with top-p)."""
+    update: dict[str, Any] = {}
+    untruncated = config.top_p is None and config.top_k is None
+    if config.endpoint:
+        if untruncated:
+            update["top_p"] = ENDPOINT_TOP_P
+    else:
+        if config.launcher == "auto":
+            from agentbon.models.vllm_server import vllm_available
+
+            update["launcher"] = "vllm" if vllm_available(config) else "llama-cpp"
+        if untruncated:
+            update["top_k"] = LOCAL_TOP_K
+    return config.model_copy(update=update) if update else config
 
 
 def client_for(config: ModelConfig, endpoint: str, supports_n: bool | None = None) -> OpenAIClient:
@@ -45,7 +71,7 @@ def client_for(config: ModelConfig, endpoint: str, supports_n: bool | None = Non
         retries=config.retries,
         supports_n=supports_n,
         fanout_workers=1 if serialised else 8,
-        defaults={"temperature": config.temperature, "top_p": config.top_p, "max_tokens": config.max_tokens},
+        defaults=config.sampling(),
     )
 
 
@@ -57,7 +83,7 @@ def local_server(
     log: Callable[[str], None] = lambda msg: None,
 ) -> LocalServer:
     """The (not yet started) server ``config.launcher`` names."""
-    config = resolve_launcher(config)
+    config = resolve_model(config)
     if config.launcher == "vllm-actors":
         raise ConfigError("model.launcher: vllm-actors starts Ray engine actors, not a server (use vllm for a server)")
     if config.launcher == "vllm":
@@ -75,9 +101,9 @@ def make_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: 
     ``vllm-actors``: the engine pool ``config.pool`` names, or one it starts and owns (``PoolModels``; its
     ``model_for(task_id)`` keeps a task's calls on one engine). Close the model to stop what it started.
     """
+    config = resolve_model(config)
     if config.endpoint:
         return client_for(config, config.endpoint)
-    config = resolve_launcher(config)
     if config.launcher == "vllm-actors":
         from agentbon.models.actors import PoolModels, start_pool
 
@@ -93,7 +119,7 @@ def make_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: 
 @contextmanager
 def serving(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> Iterator[ModelConfig]:
     """Yield ``config`` with ``endpoint`` set: as given, or a local server started now and stopped on exit."""
-    config = resolve_launcher(config)
+    config = resolve_model(config)
     if config.endpoint or config.launcher == "vllm-actors":  # engine actors: make_model starts (and owns) them
         yield config
         return

@@ -100,7 +100,7 @@ class PoolModels:
         if not config.pool and pool is None:
             raise ConfigError("model.pool: no vLLM engine pool to attach to (the driver sets it when it starts one)")
         self.config, self.name, self._pool = config, config.name, pool
-        self.defaults = {"temperature": config.temperature, "top_p": config.top_p, "max_tokens": config.max_tokens}
+        self.defaults = config.sampling()
 
     def model_for(self, task_id: str) -> RoutedModel:
         """A Model bound to ``task_id`` (its engine is the router's choice, sticky per task)."""

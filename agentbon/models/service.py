@@ -27,9 +27,9 @@ class ModelService:
     def start(self) -> ModelConfig:
         """Make sure the model serves; return the model config with ``endpoint`` (or ``pool``) set."""
         t0 = time.monotonic()
-        from agentbon.models import resolve_launcher
+        from agentbon.models import resolve_model
 
-        self.config = resolve_launcher(self.config)  # the stats name the launcher that ran
+        self.config = resolve_model(self.config)  # the stats name the launcher that ran
         config = self.config
         if config.endpoint:
             self._endpoint = config.endpoint

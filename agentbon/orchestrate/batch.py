@@ -21,7 +21,9 @@ from agentbon.store import RunStore
 from agentbon.types import Task
 
 # Settings that change what a rollout produces: a resumed run must keep them (everything else may change).
-SEMANTIC = ("model.name", "model.temperature", "model.top_p", "model.max_tokens", "model.seed", "agent")
+SEMANTIC = (
+    "model.name", "model.temperature", "model.top_p", "model.top_k", "model.max_tokens", "model.seed", "agent",
+)  # fmt: skip
 
 
 def _pick(config: dict[str, Any], dotted: str) -> Any:
@@ -47,7 +49,13 @@ def check_resumable(store: RunStore, config: RunConfig) -> None:
     changed = [k for k in SEMANTIC if _pick(before, k) != _pick(now, k)]
     if changed:
         diffs = ", ".join(f"{k}: {_pick(before, k)!r} -> {_pick(now, k)!r}" for k in changed)
-        raise ConfigError(f"{store.path}: cannot resume with different settings ({diffs}); use another --run-id")
+        # Scalar settings can be put back on the command line (a changed agent section cannot, in one flag).
+        scalars = {k: _pick(before, k) for k in changed if not isinstance(_pick(before, k), dict | list)}
+        back = " ".join(f"-c {k}={'null' if v is None else v}" for k, v in scalars.items())
+        hint = f"to resume it, pass {back}; " if len(scalars) == len(changed) else ""
+        raise ConfigError(
+            f"{store.path}: cannot resume with different settings ({diffs}); {hint}or use another --run-id"
+        )
 
 
 def endpoint_warning(config: RunConfig) -> str | None:
@@ -92,9 +100,9 @@ def run_batch(
     emit = emit or (lambda *a, **k: None)
     run_id = config.run_id or default_run_id(suite, config)
     config = config.model_copy(update={"run_id": run_id})
-    from agentbon.models import resolve_launcher
+    from agentbon.models import resolve_model
 
-    config = config.model_copy(update={"model": resolve_launcher(config.model)})  # the store names what ran
+    config = config.model_copy(update={"model": resolve_model(config.model)})  # the store names what ran
     store = RunStore(Path(config.run_dir) / run_id)
     result = RunResult(run_id=run_id, path=store.path)
     t0 = time.time()
