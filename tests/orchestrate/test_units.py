@@ -132,8 +132,15 @@ def test_resuming_with_other_sampling_settings_is_refused(tmp_path) -> None:
     first = load_config(n=2)
     store.create(first.model_dump(mode="json"), [])
     check_resumable(store, load_config(n=8, concurrency=4))  # N and operational settings may change
-    with pytest.raises(ConfigError, match="model.temperature: 0.8 -> 0.2"):
+    with pytest.raises(ConfigError, match="model.temperature: 0.8 -> 0.2.*to resume it, pass -c model.temperature=0.8;"):
         check_resumable(store, load_config(overrides=["model.temperature=0.2"]))
+    # The hint puts every changed setting back: a run recorded with top-p resumes with its flags.
+    with pytest.raises(ConfigError) as refused:
+        check_resumable(store, load_config(overrides=["model.top_p=0.9", "model.top_k=5"]))
+    flags = str(refused.value).split("pass ", 1)[1].split(";")[0].split()
+    check_resumable(store, load_config(overrides=[f for f in flags if f != "-c"]))
+    with pytest.raises(ConfigError, match="agent: .*; or use another --run-id"):  # a section: no one-flag hint
+        check_resumable(store, load_config(overrides=["agent.step_limit=3"]))
     assert default_run_id("suites/demo", first) == default_run_id("suites/demo", load_config(n=8))
     assert default_run_id("suites/demo", first) != default_run_id("suites/demo", load_config(overrides=["model.seed=1"]))
 
@@ -141,9 +148,9 @@ def test_resuming_with_other_sampling_settings_is_refused(tmp_path) -> None:
 def test_sandbox_slots_follow_how_the_model_serves() -> None:
     llama = {"model": {"launcher": "llama-cpp"}}
     assert RunConfig.model_validate(llama).slots() == 2  # llama.cpp's server answers one request at a time
-    assert RunConfig.model_validate({"model": {"launcher": "vllm"}}).slots() == 8
-    assert RunConfig.model_validate({"model": {"launcher": "vllm-actors"}}).slots() == 8
-    assert RunConfig.model_validate({"model": {"endpoint": "http://h:8000/v1"}}).slots() == 8
+    assert RunConfig.model_validate({"model": {"launcher": "vllm"}}).slots() == 16
+    assert RunConfig.model_validate({"model": {"launcher": "vllm-actors"}}).slots() == 16
+    assert RunConfig.model_validate({"model": {"endpoint": "http://h:8000/v1"}}).slots() == 16
     assert RunConfig.model_validate({"concurrency": 3, "model": {"launcher": "vllm"}}).slots() == 3
     with pytest.raises(ValueError):
         RunConfig(concurrency=0)
