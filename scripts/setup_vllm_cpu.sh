@@ -3,7 +3,7 @@
 # `vllm` and CPU torch, so it can never share an environment with the GPU `vllm`), plus the default
 # Qwen GGUF converted to the Hugging Face layout vLLM loads, plus ray and agentbon so that the venv can host
 # vLLM engine actors (model.launcher=vllm-actors). Then: agentbon model serve --launcher vllm.
-# Costs: ~3.5 GB for the venv, ~3.4 GB for the model, ~7 GB RAM for a minute while converting.
+# Costs: ~3.5 GB for the venv, ~2.3 GB for the model (5.7 GB while converting), ~7 GB RAM for a minute.
 #   VENV (default: .venv-vllm in the repo)   PYTHON (default: python3)
 set -euo pipefail
 
@@ -38,12 +38,17 @@ fi
 
 log "model"
 GGUF=$("$PY" -m agentbon model fetch | tail -n 1)
-HF_DIR="$(dirname "$GGUF")/$(basename "$GGUF" .gguf)-hf"
+# Where agentbon looks for it (int8 weights: gguf_to_hf.py says why).
+HF_DIR=$("$PY" -c 'from agentbon.models.vllm_server import DEFAULT_HF_DIR as d; from agentbon.models.weights import models_dir; print(models_dir() / d)')
 if [ ! -f "$HF_DIR/config.json" ]; then
-  log "converting $GGUF for vLLM (about a minute)"
-  HF_HUB_OFFLINE=1 "$VENV/bin/python" "$ROOT/agentbon/models/gguf_to_hf.py" "$GGUF" "$HF_DIR"
+  log "converting $GGUF for vLLM, linear layers as int8 (two or three minutes)"
+  HF_HUB_OFFLINE=1 "$VENV/bin/python" "$ROOT/agentbon/models/gguf_to_hf.py" "$GGUF" "$HF_DIR" --weights w8a8
+fi
+OLD_DIR="$(dirname "$GGUF")/$(basename "$GGUF" .gguf)-hf"
+if [ -d "$OLD_DIR" ]; then
+  echo "note: $OLD_DIR (bf16, from an earlier set-up, $(du -sh "$OLD_DIR" | cut -f1)) is no longer used; rm -r it to free the space"
 fi
 echo "vLLM model directory: $HF_DIR"
-echo "serve it: agentbon model serve --launcher vllm   (ready after ~2 minutes of warm-up on 2 cores)"
+echo "serve it: agentbon model serve --launcher vllm   (ready after about a minute on 2 cores)"
 echo "engine actors' interpreter (model.vllm_python, found by default at .venv-vllm): $VENV/bin/python"
 echo "run on engine actors: agentbon run SUITE -c model.launcher=vllm-actors"
