@@ -68,16 +68,100 @@ def _container_memory() -> int:
     return total
 
 
+def _container_cpu() -> dict[str, float]:
+    """CPU seconds so far of each running container (cgroup v2 ``cpu.stat`` or v1 ``cpuacct.usage``)."""
+    out: dict[str, float] = {}
+    for path in glob.glob("/sys/fs/cgroup/system.slice/docker-*.scope/cpu.stat") + glob.glob(
+        "/sys/fs/cgroup/docker/*/cpu.stat"
+    ):
+        try:
+            out[path] = int(Path(path).read_text().split()[1]) / 1e6  # first line: usage_usec N
+        except (OSError, ValueError, IndexError):
+            pass
+    for path in glob.glob("/sys/fs/cgroup/cpuacct/docker/*/cpuacct.usage"):
+        try:
+            out[path] = int(Path(path).read_text()) / 1e9
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def _busy_cpu_s() -> float:
+    """CPU seconds the whole machine has spent busy since boot (``/proc/stat``: all but idle and iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _group(pid: str, driver: int) -> str | None:
+    """Which part of the run process ``pid`` is: model server, driver, ray, docker engine; None: other or a
+    process in a container (its CPU is counted from the container's cgroup)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        cgroup = Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return None
+    if "docker" in cgroup.replace("dockerd", ""):
+        return None
+    # vLLM renames its processes (VLLM::EngineCore, VLLM::Worker); the driver's own command line names the launcher
+    if int(pid) == driver:
+        return "driver"
+    if b"vllm.entrypoints" in cmdline or cmdline.startswith(b"VLLM") or b"llama_cpp" in cmdline:
+        return "model server"
+    if cmdline.startswith(b"ray::") or b"/ray/" in cmdline:
+        return "ray"
+    if comm in ("dockerd", "containerd", "runc", "docker-proxy") or comm.startswith("containerd-shim"):
+        return "docker engine"
+    return None
+
+
+def _cpu_by_pid(driver: int) -> dict[str, tuple[str, float]]:
+    """pid -> (group, CPU seconds) for the processes ``_group`` names. Reaped children are left out (a parent in
+    the same group would count them twice); short-lived ones (runc, ``docker exec``) end up in "everything else"."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, tuple[str, float]] = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        pid = stat.split("/")[2]
+        group = _group(pid, driver)
+        if group is None:
+            continue
+        try:
+            fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[pid] = (group, (int(fields[11]) + int(fields[12])) / tick)  # utime stime
+    return out
+
+
 class MemorySampler(threading.Thread):
+    """Peak memory once a second; CPU seconds by part of the run (model server, driver, Ray, Docker engine,
+    containers: deltas summed, so that processes and containers that come and go are counted while they live)."""
+
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
         self.pid, self.peak, self.peak_procs, self.stop = pid, 0, 0, threading.Event()
+        self.cpu: dict[str, float] = {}
+        self.busy0, self.busy = _busy_cpu_s(), 0.0
 
     def run(self) -> None:
+        last: dict[str, float] = {}
+        seen: dict[str, float] = {}
         while not self.stop.wait(1.0):
             procs = _tree_rss(self.pid)
             self.peak_procs = max(self.peak_procs, procs)
             self.peak = max(self.peak, procs + _container_memory())
+            self.busy = _busy_cpu_s() - self.busy0
+            per = _container_cpu()
+            self._add("containers", sum(v - last.get(k, 0.0) for k, v in per.items()))
+            last = per
+            first, now = not seen, _cpu_by_pid(self.pid)
+            for pid, (group, used) in now.items():
+                # A process first seen now counts from 0, unless this is the first sample (it was there before).
+                self._add(group, used - seen.get(pid, used if first else 0.0))
+            seen = {pid: used for pid, (_, used) in now.items()} or {"": 0.0}
+
+    def _add(self, group: str, seconds: float) -> None:
+        self.cpu[group] = self.cpu.get(group, 0.0) + max(0.0, seconds)
 
 
 def _rollouts(run_dir: Path) -> list[dict]:
@@ -157,9 +241,38 @@ def report(launcher: str, run_dir: Path, wall: float, sampler: MemorySampler | N
             f"[{launcher}] peak memory {sampler.peak / 2**30:.2f} GiB "
             f"(processes {sampler.peak_procs / 2**30:.2f} GiB + containers)"
         )
+    if sampler:
+        parts = ", ".join(f"{k} {v:.0f}" for k, v in sorted(sampler.cpu.items(), key=lambda kv: -kv[1]))
+        rest = sampler.busy - sum(sampler.cpu.values())
+        cores = os.cpu_count() or 1
+        print(
+            f"[{launcher}] CPU seconds over {wall:.0f}s wall ({cores} cores = {cores * wall:.0f}): {parts}, "
+            f"everything else {rest:.0f}; the whole machine {sampler.busy:.0f}"
+        )
+    calls = _model_calls(run_dir)
+    if calls:
+        t0, t1 = min(c["started"] for c in calls), max(c["ended"] for c in calls)
+        busy = sum(c["ended"] - c["started"] for c in calls)
+        edges = sorted([(c["started"], 1) for c in calls] + [(c["ended"], -1) for c in calls])
+        level, prev, at_or_above = 0, t0, 0.0
+        target = _slots(run_dir)
+        for t, step in edges:
+            if level >= target:
+                at_or_above += t - prev
+            level, prev = level + step, t
+        print(
+            f"[{launcher}] model calls {len(calls)}: mean {busy / (t1 - t0):.1f} in flight over the span; "
+            f"{at_or_above / (t1 - t0):.0%} of it with all {target} slots waiting on the model"
+        )
     if hit is not None:
         print(f"[{launcher}] prefix-cache hit rate {hit}")
     print(f"[{launcher}] coverage pass@k {curve}; selected {selected.get('mean')}; resolved by task {_by_task(run_dir)}")
+
+
+def _slots(run_dir: Path) -> int:
+    from agentbon.config import load_config
+
+    return load_config([run_dir / "config.yaml"], []).slots()
 
 
 def _generation_span(run_dir: Path) -> float | None:
