@@ -185,6 +185,11 @@ class RunConfig(Section):
     early_stop: bool = True
     """Cancel a migration task's pending rollouts once one passes (evidence == grade)."""
     ray_address: str | None = None
+    ray_niceness: int = Field(default=10, ge=0, le=19)
+    """Niceness of a local Ray's processes (raylet, and the workers it starts: rollouts, verifiers) where agentbon
+    also starts the model server on this machine (launcher ``llama-cpp`` or ``vllm``), so that the server gets the
+    CPU first: its threads wait on each other, and any other work that preempts one stalls them all. 0: leave
+    them. Ray of a cluster (``ray_address``) and engine actors (``vllm-actors``) are never reniced."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)

@@ -8,12 +8,14 @@ cluster declares it (the local init declares ``verify.concurrency``), sandbox sl
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agentbon.config import RunConfig
@@ -76,7 +78,57 @@ def _init(config: RunConfig) -> bool:
         include_dashboard=False,
         log_to_driver=False,
     )
+    if shares_cpu_with_server(config):
+        lower_priority(ray_processes(os.getpid()), config.ray_niceness)
     return True
+
+
+def shares_cpu_with_server(config: RunConfig) -> bool:
+    """True where a local Ray's processes are reniced (``run.ray_niceness``): agentbon starts the model server on
+    this machine, as a process of its own (not as Ray engine actors)."""
+    from agentbon.models import resolve_model
+
+    model = resolve_model(config.model)
+    return bool(config.ray_niceness) and model.endpoint is None and model.launcher in ("llama-cpp", "vllm")
+
+
+def ray_processes(root: int) -> list[int]:
+    """The pids of Ray's processes under ``root`` (what a local ``ray.init`` started: gcs, raylet, agents, the
+    workers the raylet has forked so far). Empty where ``/proc`` is absent."""
+    children: dict[int, list[int]] = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            parent = int(Path(stat).read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(stat.split("/")[2]))
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            if b"ray" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def lower_priority(pids: list[int], niceness: int) -> int:
+    """Raise every thread of ``pids`` to at least ``niceness`` (Linux keeps a niceness per thread, and a thread
+    or process started later inherits its creator's); returns how many threads changed. Processes that are
+    gone, or threads already nicer, are left as they are."""
+    changed = 0
+    for pid in pids:
+        for task in glob.glob(f"/proc/{pid}/task/[0-9]*"):
+            tid = int(task.rsplit("/", 1)[1])
+            try:
+                if os.getpriority(os.PRIO_PROCESS, tid) < niceness:
+                    os.setpriority(os.PRIO_PROCESS, tid, niceness)
+                    changed += 1
+            except OSError:  # gone, or not ours
+                pass
+    return changed
 
 
 def sigterm_as_ctrl_c() -> None:
