@@ -101,7 +101,7 @@ def _group(pid: str, driver: int) -> str | None:
         cgroup = Path(f"/proc/{pid}/cgroup").read_text()
     except OSError:
         return None
-    if "docker" in cgroup.replace("dockerd", ""):
+    if "/docker/" in cgroup or "/docker-" in cgroup:  # a container's cgroup (v1 / v2 layouts)
         return None
     # vLLM renames its processes (VLLM::EngineCore, VLLM::Worker); the driver's own command line names the launcher
     if int(pid) == driver:

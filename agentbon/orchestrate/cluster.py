@@ -73,13 +73,15 @@ def _init(config: RunConfig) -> bool:
         return False
     # Local Ray on one machine: no auth token to manage (a cluster keeps its own setting).
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    renice = shares_cpu_with_server(config)
+    before = descendants(os.getpid()) if renice else set()
     ray.init(
         resources={SANDBOX: config.slots(), VERIFY: config.verify.concurrency},
         include_dashboard=False,
         log_to_driver=False,
     )
-    if shares_cpu_with_server(config):
-        lower_priority(ray_processes(os.getpid()), config.ray_niceness)
+    if renice:  # what ray.init started: gcs, raylet, agents, the workers the raylet has forked so far
+        lower_priority(sorted(descendants(os.getpid()) - before), config.ray_niceness)
     return True
 
 
@@ -92,9 +94,8 @@ def shares_cpu_with_server(config: RunConfig) -> bool:
     return bool(config.ray_niceness) and model.endpoint is None and model.launcher in ("llama-cpp", "vllm")
 
 
-def ray_processes(root: int) -> list[int]:
-    """The pids of Ray's processes under ``root`` (what a local ``ray.init`` started: gcs, raylet, agents, the
-    workers the raylet has forked so far). Empty where ``/proc`` is absent."""
+def descendants(root: int) -> set[int]:
+    """The pids of every live process under ``root`` (children, theirs, ...). Empty where ``/proc`` is absent."""
     children: dict[int, list[int]] = {}
     for stat in glob.glob("/proc/[0-9]*/stat"):
         try:
@@ -102,15 +103,12 @@ def ray_processes(root: int) -> list[int]:
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(parent, []).append(int(stat.split("/")[2]))
-    found, todo = [], list(children.get(root, []))
+    found: set[int] = set()
+    todo = list(children.get(root, []))
     while todo:
         pid = todo.pop()
+        found.add(pid)
         todo.extend(children.get(pid, []))
-        try:
-            if b"ray" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-        except OSError:
-            pass
     return found
 
 

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from agentbon.config import RunConfig
-from agentbon.orchestrate.cluster import lower_priority, ray_processes, shares_cpu_with_server
+from agentbon.orchestrate.cluster import descendants, lower_priority, shares_cpu_with_server
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 
-# A child that starts a thread, then a grandchild, and sleeps; "ray" in its command line like Ray's processes.
+# A child that starts a thread, then a grandchild, and sleeps (like the raylet and the workers it forks).
 PARENT = """
-import subprocess, sys, threading, time  # ray-like
+import subprocess, sys, threading, time
 threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
-subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)  # ray-like grandchild"])
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 print("ready", flush=True)
 time.sleep(60)
 """
@@ -36,9 +36,9 @@ def _thread_nices(pid: int) -> list[int]:
 
 @pytest.fixture
 def family() -> Iterator[tuple[int, int]]:
-    """(a "ray" child with two threads, an unrelated child) of this process."""
-    ray_like = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    """(a child with two threads and a grandchild, a child started before it) of this process."""
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    ray_like = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
     try:
         assert ray_like.stdout is not None and ray_like.stdout.readline().strip() == "ready"
         yield ray_like.pid, other.pid
@@ -60,11 +60,12 @@ def _grandchild(pid: int) -> int:
     raise AssertionError("no grandchild")
 
 
-def test_ray_processes_are_the_ray_descendants_only(family: tuple[int, int]) -> None:
+def test_descendants_are_children_and_theirs(family: tuple[int, int]) -> None:
     ray_like, other = family
-    found = ray_processes(os.getpid())
-    assert ray_like in found and _grandchild(ray_like) in found
-    assert other not in found and os.getpid() not in found
+    found = descendants(os.getpid())
+    assert {ray_like, _grandchild(ray_like), other} <= found and os.getpid() not in found
+    assert descendants(ray_like) == {_grandchild(ray_like)}
+    assert descendants(2**22 + 12345) == set()
 
 
 def test_every_thread_is_reniced_and_a_nicer_one_is_left(family: tuple[int, int]) -> None:
@@ -78,11 +79,13 @@ def test_every_thread_is_reniced_and_a_nicer_one_is_left(family: tuple[int, int]
     assert lower_priority([2**22 + 12345], 7) == 0  # a pid that is gone: nothing, no error
 
 
-def test_descendants_below_a_ray_process_are_reniced_too(family: tuple[int, int]) -> None:
-    ray_like, _ = family
-    grandchild = _grandchild(ray_like)
-    lower_priority(ray_processes(os.getpid()), 9)
-    assert set(_thread_nices(grandchild)) == {9}
+def test_only_processes_started_since_a_snapshot_are_reniced(family: tuple[int, int]) -> None:
+    # What _init does around ray.init: the driver's children from before (here: ``other``) keep their priority.
+    ray_like, other = family
+    before = descendants(os.getpid()) - {ray_like, _grandchild(ray_like)}
+    lower_priority(sorted(descendants(os.getpid()) - before), 9)
+    assert set(_thread_nices(ray_like)) == set(_thread_nices(_grandchild(ray_like))) == {9}
+    assert set(_thread_nices(other)) == {os.nice(0)}
 
 
 @pytest.mark.parametrize(
