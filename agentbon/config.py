@@ -2,43 +2,90 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agentbon.errors import ConfigError
 from agentbon.types import PytestPlugin
 
+MEMORY = re.compile(r"(\d+(?:\.\d+)?)([bkmg]?)b?", re.IGNORECASE)
+"""Docker's memory syntax as the SDK parses it: digits (a fraction allowed) with an optional b, k, m or g suffix."""
+MIN_MEMORY = 6 << 20
+"""The engine refuses a memory limit under 6 MiB."""
+NETWORK_MODES = ("none", "bridge", "host")
+"""Network modes every Docker engine has; ``container:<name>`` and user-defined networks are the others."""
+NETWORK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+"""What Docker accepts as a network or container name."""
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+"""A run id is a directory name under ``run_dir``."""
+
+
+def memory_bytes(value: str) -> int:
+    """``"2g"`` → 2147483648; raises ``ValueError`` naming the syntax for anything else."""
+    match = MEMORY.fullmatch(value.strip())
+    if not match:
+        raise ValueError(
+            f"{value!r} is not a docker memory size: digits with an optional b, k, m or g suffix (512m, 2g)"
+        )
+    scale = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2).lower()]
+    return int(float(match.group(1)) * scale)
+
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class SandboxConfig(Section):
     backend: Literal["docker", "process"] = "docker"
     """``docker`` (default) or ``process`` (git worktree + subprocess; weaker isolation, reported as such)."""
     network: str = "none"
-    """Docker network mode for rollout and verification containers."""
-    cpus: float = 1.0
+    """Docker network mode for rollout and verification containers: ``none``, ``bridge``, ``host``,
+    ``container:<name>`` or a user-defined network's name (its syntax is checked at load, its existence on the engine
+    by the preflight)."""
+    cpus: float = Field(default=1.0, gt=0)
     """CPU limit per container."""
     memory: str = "2g"
-    """Memory limit per container (docker syntax)."""
-    pids: int = 256
+    """Memory limit per container (docker syntax: digits with an optional b, k, m or g suffix; at least 6m)."""
+    pids: int = Field(default=256, ge=1)
     """Process limit per container (contains fork bombs)."""
-    exec_timeout_s: float = 120.0
+    exec_timeout_s: float = Field(default=120.0, gt=0)
     """Default timeout of one command, enforced inside the container with ``timeout -k``."""
-    output_limit: int = 20_000
+    output_limit: int = Field(default=20_000, ge=1)
     """Characters of output kept per command (head and tail)."""
-    setup_timeout_s: float = 120.0
+    setup_timeout_s: float = Field(default=120.0, gt=0)
     """Deadline for starting a sandbox."""
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _memory(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)  # bytes, as ``-c sandbox.memory=1073741824`` reads
+        if not isinstance(value, str):
+            return value  # pydantic says what type it wants
+        if memory_bytes(value) < MIN_MEMORY:
+            raise ValueError(f"{value!r} is under Docker's minimum of 6m")
+        return value.strip().lower()
+
+    @field_validator("network")
+    @classmethod
+    def _network(cls, value: str) -> str:
+        name = value.removeprefix("container:")
+        if not NETWORK_NAME.fullmatch(name):
+            raise ValueError(
+                f"{value!r} is not a network: expected none, bridge, host, container:<name> or the name of a "
+                "user-defined network (letters, digits, '_', '.', '-')"
+            )
+        return value
 
 
 class ModelConfig(Section):
     endpoint: str | None = None
     """OpenAI-compatible base URL (``http://host:8000/v1``). None: agentbon starts the embedded default server."""
-    name: str = "qwen2.5-coder-1.5b-instruct"
+    name: str = Field(default="qwen2.5-coder-1.5b-instruct", min_length=1)
     """Model name sent to the endpoint."""
     launcher: Literal["auto", "llama-cpp", "vllm", "vllm-actors"] = "auto"
     """What agentbon starts when no endpoint is given: a llama.cpp or vLLM server, or vLLM engines as Ray actors.
@@ -48,27 +95,27 @@ class ModelConfig(Section):
     path: str | None = None
     """Weights for a local server: a GGUF file (llama-cpp) or an HF directory / hub id (vllm). None: the default."""
     api_key: str | None = None
-    temperature: float = 0.8
-    top_p: float | None = None
+    temperature: float = Field(default=0.8, ge=0)
+    top_p: float | None = Field(default=None, gt=0, le=1)
     """Nucleus sampling. None: 0.95 for an endpoint you give; not sent where agentbon starts the server and
     ``top_k`` is unset (that server samples with ``top_k`` instead)."""
     top_k: int | None = Field(default=None, ge=1)
     """Sample from the k likeliest tokens. None: 40 where agentbon starts the server and ``top_p`` is unset
     (llama.cpp and vLLM take it); not sent to an endpoint you give (OpenAI's API has no top_k). Top-k rather than
     top-p there because vLLM's CPU build sorts the whole 152k-token vocabulary per token for top-p."""
-    max_tokens: int = 1024
+    max_tokens: int = Field(default=1024, ge=1)
     """Completion tokens per model call."""
-    timeout_s: float = 600.0
+    timeout_s: float = Field(default=600.0, gt=0)
     """Per-request timeout. A CPU server with 8 requests in flight can take minutes over one; after two timeouts a
     probe decides: a server that still answers is overloaded (the rollout is retried, the server kept), one that
     does not is restarted."""
-    retries: int = 3
+    retries: int = Field(default=3, ge=0)
     """Retries on transient errors (connection reset, 429, 503) with backoff; never on a bad reply."""
     seed: int = 0
     """Base seed; rollout i of a task gets a seed derived from this, the task and i."""
-    threads: int = 2
+    threads: int = Field(default=2, ge=1)
     """CPU threads for a local server."""
-    ctx: int = 8192
+    ctx: int = Field(default=8192, ge=1)
     """Context length for a local server."""
     engines: int = Field(default=1, ge=1)
     """``vllm-actors``: vLLM engine actors; each task's rollouts stay on one (its prefix cache)."""
@@ -79,6 +126,13 @@ class ModelConfig(Section):
     ``scripts/setup_vllm_cpu.sh`` where it exists, else the workers' own interpreter."""
     pool: str | None = None
     """Set by the driver, not by hand: the name of the Ray engine pool (``vllm-actors``) serving this run."""
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"https?://[^/\s]+", value):
+            raise ValueError(f"{value!r} is not an http(s) URL such as http://host:8000/v1")
+        return value
 
     def sampling(self) -> dict[str, Any]:
         """What every model call sends: temperature, max_tokens, and top_p and top_k where set."""
@@ -92,24 +146,26 @@ class ModelConfig(Section):
 class AgentConfig(Section):
     type: Literal["bash", "edit"] = "edit"
     """``bash`` (multi-turn shell actions, mini-swe-agent style) or ``edit`` (one-shot search/replace edits)."""
-    step_limit: int = 20
-    token_limit: int = 60_000
+    step_limit: int = Field(default=20, ge=1)
+    """Model calls per rollout."""
+    token_limit: int = Field(default=60_000, ge=1)
     """Total prompt + completion tokens per rollout."""
-    time_limit_s: float = 900.0
+    time_limit_s: float = Field(default=900.0, gt=0)
+    """Wall-clock limit of one rollout's agent loop."""
     malformed_limit: int | None = Field(default=None, ge=1)
     """Replies the agent cannot act on before the rollout ends with ``format_error``. None: 3 for the bash agent;
     2 for the edit agent (its first reply and one repair: on the demo suite with the 1.5B model a second reply
     applied 3 times in 41 and a third 0 in 38, while those repairs were half of all model calls)."""
-    max_context_files: int = 6
+    max_context_files: int = Field(default=6, ge=1)
     """Edit agent: how many repository files are shown."""
     show_hints: bool = False
-    command_timeout_s: float = 60.0
+    command_timeout_s: float = Field(default=60.0, gt=0)
     """Bash agent: timeout of one command; a command that runs past it is reported to the model, not fatal."""
-    observation_chars: int = 8_000
+    observation_chars: int = Field(default=8_000, ge=1)
     """Bash agent: characters of a command's output shown to the model (head and tail)."""
-    max_file_lines: int = 200
+    max_file_lines: int = Field(default=200, ge=1)
     """Edit agent: lines shown of one file (the window with most matches where the file is longer)."""
-    context_lines: int = 400
+    context_lines: int = Field(default=400, ge=1)
     """Edit agent: lines of file contents shown in all (files in rank order until spent); fits an 8k context."""
     prompts_dir: str | None = None
     """A directory of ``.j2`` templates that replace the built-in prompts of the same name."""
@@ -122,11 +178,11 @@ class AgentConfig(Section):
 
 
 class VerifyConfig(Section):
-    timeout_s: float = 300.0
+    timeout_s: float = Field(default=300.0, gt=0)
     """Test-run timeout inside the verification container."""
     dedupe: bool = True
     """Verify identical (normalised) patches once and share the verdict."""
-    concurrency: int = 2
+    concurrency: int = Field(default=2, ge=1)
     """Verification containers at once."""
     pytest_plugins: list[PytestPlugin] = Field(default_factory=list)
     """pytest plugins loaded with ``-p`` in every task's test runs, besides each test set's own ``pytest_plugins``
@@ -139,51 +195,68 @@ class VerifyConfig(Section):
 
 class SelectConfig(Section):
     selectors: list[str] = Field(
-        default_factory=lambda: ["tests-then-critic", "tests", "critic", "majority", "soft-bon", "random", "oracle"]
+        min_length=1,
+        default_factory=lambda: ["tests-then-critic", "tests", "critic", "majority", "soft-bon", "random", "oracle"],
     )
     """Selectors reported; the first is the one whose winner is exported."""
     critic: Literal["classifier", "judge", "none"] = "classifier"
     critic_path: str | None = None
     """A trained classifier (``agentbon critic train``); none: a heuristic prior until one is trained."""
-    soft_temperature: float = 0.5
+    soft_temperature: float = Field(default=0.5, gt=0)
+    """Temperature of ``soft-bon``'s softmax over critic scores."""
 
 
 class ReportConfig(Section):
-    bootstrap: int = 1000
+    bootstrap: int = Field(default=1000, ge=1)
     """Bootstrap resamples over tasks for confidence intervals."""
-    confidence: float = 0.95
+    confidence: float = Field(default=0.95, gt=0, lt=1)
     """Width of the confidence intervals."""
     seed: int = 0
     """Seed of the bootstrap (reports re-render identically)."""
-    targets: list[float] = Field(default_factory=list)
+    targets: list[Annotated[float, Field(gt=0, le=1)]] = Field(default_factory=list)
     """Accuracies (0..1) for which the scaling table extrapolates the k needed; besides +5 and +10 points."""
-    usd_per_mtok_prompt: float | None = None
+    usd_per_mtok_prompt: float | None = Field(default=None, ge=0)
     """Price of a million uncached prompt tokens; with the other prices, costs are shown in USD, else in tokens."""
-    usd_per_mtok_cached: float | None = None
+    usd_per_mtok_cached: float | None = Field(default=None, ge=0)
     """Price of a million cached prompt tokens (defaults to the prompt price)."""
-    usd_per_mtok_completion: float | None = None
-    usd_per_sandbox_hour: float = 0.0
+    usd_per_mtok_completion: float | None = Field(default=None, ge=0)
+    usd_per_sandbox_hour: float = Field(default=0.0, ge=0)
     """Price of one sandbox (container) hour, charged on rollout and verification time."""
-    rl_training_cost: float | None = None
+    rl_training_cost: float | None = Field(default=None, ge=0)
     """Cost of an RL run reaching the same accuracy at N = 1, in the report's cost unit (USD or tokens)."""
 
 
 class RunConfig(Section):
-    n: int = 4
+    n: int = Field(default=4, ge=1)
     """Rollouts per task."""
-    run_dir: str = "runs"
+    run_dir: str = Field(default="runs", min_length=1)
     """Where run directories live."""
-    run_id: str | None = None
+    run_id: str | None = Field(default=None, max_length=200)
+    """The run's directory name under ``run_dir``. None: derived from the suite, the model and the settings."""
     concurrency: int | None = Field(default=None, ge=1)
     """Sandbox slots (rollouts at once) of a local Ray. None: ``slots()`` picks by how the model serves requests."""
-    max_pending: int = 64
+    max_pending: int = Field(default=64, ge=1)
     """Bound on submitted, unfinished rollouts."""
-    infra_retries: int = 2
+    infra_retries: int = Field(default=2, ge=0)
     """Retries of a rollout that failed on infrastructure."""
-    deadline_s: float = 1800.0
+    infra_backoff_s: float = Field(default=2.0, ge=0)
+    """Wait before the first infra retry of a unit, doubled for each later one (at most 60 s): an engine or server
+    that is restarting gets time to come back instead of failing every retry at once."""
+    infra_abort_after: int = Field(default=16, ge=0)
+    """Stop the run (resumable, exit code 3) after this many units in a row ended in infra errors with their retries
+    spent and nothing finished in between: a server or engine that stays down does not burn the whole batch. 0:
+    never."""
+    deadline_s: float = Field(default=1800.0, gt=0)
     """Hard deadline for one rollout over its whole life."""
     early_stop: bool = True
     """Cancel a migration task's pending rollouts once one passes (evidence == grade)."""
+    early_stop_fixed: int = Field(default=4, ge=1)
+    """Rollouts ``0..early_stop_fixed-1`` of every task run to the end even after a pass: the part of the sample
+    fixed in advance, from which the curves of an early-stopped task are computed (an unbiased estimate; the
+    rollouts early stop let through besides are used for selection only). See docs/estimators.md."""
+    accept_task_changes: bool = False
+    """Resume a run although some of its tasks were redefined since it started (base commit, tests, problem): their
+    stored rollouts are then mixed with rollouts of the new definitions. Off: such a resume stops with an error."""
     ray_address: str | None = None
     ray_niceness: int = Field(default=10, ge=0, le=19)
     """Niceness of a local Ray's processes (raylet, and the workers it starts: rollouts, verifiers) where agentbon
@@ -196,6 +269,15 @@ class RunConfig(Section):
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     select: SelectConfig = Field(default_factory=SelectConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id(cls, value: str | None) -> str | None:
+        if value is not None and not RUN_ID.fullmatch(value):
+            raise ValueError(
+                f"{value!r} is not a directory name (letters, digits, '.', '_', '-'; not starting with '.')"
+            )
+        return value
 
     def slots(self) -> int:
         """Sandbox slots of a local Ray: ``concurrency`` when set; else 2 where agentbon starts llama.cpp's server
@@ -241,6 +323,39 @@ def override(key: str, raw: str) -> dict[str, Any]:
     return tree
 
 
+RANGE_ERRORS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+
+
+def _bounds(loc: tuple[Any, ...]) -> str | None:
+    """The range a numeric field allows (``> 0 and < 1``), from its constraints; None where it has none."""
+    model: Any = RunConfig
+    field = None
+    for part in loc:
+        if not isinstance(part, str) or model is None or part not in model.model_fields:
+            break  # a list index: the item's constraints are not reachable this way
+        field = model.model_fields[part]
+        model = (
+            field.annotation if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel) else None
+        )
+    if field is None:
+        return None
+    ops = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    bounds = [f"{ops[op]} {getattr(m, op)}" for m in field.metadata for op in ops if getattr(m, op, None) is not None]
+    return " and ".join(bounds) or None
+
+
+def _problem(err: Any) -> str:
+    """``key.sub: what is wrong, the allowed range (got value)`` for one pydantic error."""
+    key = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "value_error":
+        return f"{key}: {str(err['msg']).removeprefix('Value error, ')}"
+    if err["type"] in ("missing", "extra_forbidden") or isinstance(err.get("input"), dict | list):
+        return f"{key}: {err['msg']}"
+    bounds = _bounds(tuple(err["loc"])) if err["type"] in RANGE_ERRORS else None
+    message = f"must be {bounds}" if bounds else str(err["msg"])
+    return f"{key}: {message} (got {err.get('input')!r})"
+
+
 def load_config(files: list[Path] | None = None, overrides: list[str] | None = None, **direct: Any) -> RunConfig:
     """Merge YAML files, then ``key.sub=value`` overrides, then keyword values; validate once."""
     data: dict[str, Any] = {}
@@ -261,5 +376,5 @@ def load_config(files: list[Path] | None = None, overrides: list[str] | None = N
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
+        problems = "; ".join(_problem(err) for err in e.errors())
         raise ConfigError(f"invalid config: {problems}") from e

