@@ -331,20 +331,3 @@ class Selection(Record):
     reason: str = ""
     oracle: bool = False
     """True when the grading tests chose: reported as the oracle, never as a selector."""
-
-
-class RunSummary(Record):
-    """Headline figures of a run (the full metrics live in ``summary.json``)."""
-
-    run_id: str
-    tasks: int
-    n: int
-    rollouts: int
-    infra_errors: int
-    coverage: dict[int, float] = Field(default_factory=dict)
-    """coverage@k by k."""
-    selected: dict[str, dict[int, float]] = Field(default_factory=dict)
-    """selected@k by selector name, then k."""
-    pass_at_1: float = 0.0
-    usage: Usage = Field(default_factory=Usage)
-    wall_s: float = 0.0

@@ -19,16 +19,21 @@ from agentbon.metrics.cost import (
 )
 from agentbon.metrics.sampling import coverage_curve, gap_recovered, pass_at_k, selected_at_k, selection_loss
 from agentbon.metrics.scaling import (
+    MIN_DOUBLINGS,
     ONE_POINT,
     LoglinearFit,
     doubling_ks,
     doubling_stops_paying,
     loglinear_fit,
     per_doubling_gains,
+    slope_weights,
+    tail_slopes,
     verifier_ceiling,
 )
+from agentbon.metrics.softmax import softmax_selected_at_k
 
 __all__ = [
+    "MIN_DOUBLINGS",
     "ONE_POINT",
     "BreakEven",
     "CostSummary",
@@ -54,5 +59,8 @@ __all__ = [
     "per_doubling_gains",
     "selected_at_k",
     "selection_loss",
+    "slope_weights",
+    "softmax_selected_at_k",
+    "tail_slopes",
     "verifier_ceiling",
 ]

@@ -77,14 +77,46 @@ def loglinear_fit(ks: Sequence[int], values: Sequence[float] | np.ndarray) -> Lo
     return LoglinearFit(a=float(a), b=float(b), r2=r2)
 
 
+MIN_DOUBLINGS = 2
+"""A "stops paying" call rests on the slope over at least this many doublings, never on one alone."""
+
+
+def slope_weights(ks: Sequence[int]) -> np.ndarray:
+    """Weights ``w`` with ``w @ values`` = the least-squares slope of values on log2 k (linear in the values)."""
+    x = np.log2(np.asarray(ks, dtype=np.float64))
+    centred = x - x.mean()
+    denom = float((centred**2).sum())
+    return centred / denom if denom > 0 else np.zeros_like(x)
+
+
+def tail_slopes(ks: Sequence[int], values: Sequence[float] | np.ndarray, min_doublings: int = MIN_DOUBLINGS) -> dict:
+    """Per start k, the least-squares points-per-doubling slope over ``ks[start:]`` (at least ``min_doublings``).
+
+    Values may carry extra leading axes (bootstrap samples): ``values[..., i]`` belongs to ``ks[i]``.
+    Returns ``{k_start: slope}`` (slopes with the leading axes) for every start that spans enough doublings.
+    """
+    k = np.asarray(ks, dtype=np.float64)
+    v = np.asarray(values, dtype=np.float64)
+    out = {}
+    for i in range(len(ks)):
+        if np.log2(k[-1] / k[i]) < min_doublings - 1e-9:
+            break
+        out[int(ks[i])] = v[..., i:] @ slope_weights(ks[i:])
+    return out
+
+
 def doubling_stops_paying(
     ks: Sequence[int], values: Sequence[float] | np.ndarray, threshold: float = ONE_POINT
 ) -> int | None:
-    """The first k from which doubling buys less than ``threshold`` (one point); None if it always pays."""
-    gains = per_doubling_gains(ks, values)
-    for k, gain in zip(ks[:-1], gains, strict=True):
-        if gain < threshold:
-            return int(k)
+    """The first k from which the fitted slope over every later doubling (two at least) is under ``threshold``.
+
+    One noisy doubling cannot decide it: gains of 5, 0.5, 9.5, 10 points do not stop at k = 2,
+    because the slope from k = 2 on is about 7 points. None when no such k (within ``ks``).
+    """
+    _check(ks, values)
+    for start, slope in tail_slopes(ks, values).items():
+        if slope < threshold:
+            return start
     return None
 
 
@@ -94,14 +126,15 @@ def verifier_ceiling(
     selected: Sequence[float] | np.ndarray,
     threshold: float = ONE_POINT,
 ) -> int | None:
-    """The first k where selected flattens (gain < threshold) while coverage still rises (gain ≥ threshold).
+    """The first k from which selected flattens (slope < threshold) while coverage still rises (slope ≥ threshold).
 
+    Slopes are least-squares over every later doubling (two at least), as in :func:`doubling_stops_paying`.
     That shape means more samples keep finding solutions the selector cannot pick: the verifier,
     not the generator, is the ceiling. None when it does not occur.
     """
-    cov_gain = per_doubling_gains(ks, coverage)
-    sel_gain = per_doubling_gains(ks, selected)
-    for k, cg, sg in zip(ks[:-1], cov_gain, sel_gain, strict=True):
-        if sg < threshold <= cg:
-            return int(k)
+    _check(ks, coverage), _check(ks, selected)
+    cov, sel = tail_slopes(ks, coverage), tail_slopes(ks, selected)
+    for start in cov:
+        if sel[start] < threshold <= cov[start]:
+            return start
     return None

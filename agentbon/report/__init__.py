@@ -6,16 +6,27 @@ it again at any time (nothing is re-run).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
+from typing import Any
 
 from agentbon.report.html import render_html
 from agentbon.report.markdown import render_markdown
-from agentbon.report.summary import SUMMARY_SCHEMA, SUMMARY_VERSION, build_summary
+from agentbon.report.model import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport, as_report, read_summary
+from agentbon.report.summary import build_report, build_summary
 from agentbon.store import RunStore
 
-__all__ = ["SUMMARY_SCHEMA", "SUMMARY_VERSION", "build_summary", "render_html", "render_markdown", "write_reports"]
+__all__ = [
+    "SUMMARY_SCHEMA",
+    "SUMMARY_VERSION",
+    "RunReport",
+    "build_report",
+    "build_summary",
+    "read_summary",
+    "render_html",
+    "render_markdown",
+    "write_reports",
+]
 
 
 def _write(path: Path, text: str) -> None:
@@ -25,13 +36,15 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_reports(store: RunStore, summary: dict | None = None, out_dir: Path | None = None) -> dict[str, Path]:
-    """Write ``summary.json``, ``report.md`` and ``report.html`` (into the run directory by default)."""
-    summary = summary if summary is not None else build_summary(store)
+def write_reports(
+    store: RunStore, summary: RunReport | dict[str, Any] | None = None, out_dir: Path | None = None
+) -> dict[str, Path]:
+    """Write ``summary.json`` (the RunReport), ``report.md`` and ``report.html`` (into the run directory by default)."""
+    summary = as_report(summary) if summary is not None else build_report(store)
     out = Path(out_dir) if out_dir else store.path
     out.mkdir(parents=True, exist_ok=True)
     paths = {"summary": out / "summary.json", "markdown": out / "report.md", "html": out / "report.html"}
-    _write(paths["summary"], json.dumps(summary, indent=1) + "\n")
+    _write(paths["summary"], summary.to_json())
     _write(paths["markdown"], render_markdown(summary))
     _write(paths["html"], render_html(summary))
     return paths

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from agentbon.report.model import RunReport, as_dict
 from agentbon.report.tables import Table, gain, num, pct
 
 
 def _at(block: dict, ks: list[int], k: int) -> float | None:
+    """The value at k; None where the run did not measure it."""
     return block["mean"][ks.index(k)] if k in ks else None
 
 
@@ -13,8 +15,13 @@ def _delta(a: float | None, b: float | None) -> str:
     return "—" if a is None or b is None else gain(b - a)
 
 
-def compare_table(a: dict, b: dict) -> Table:
+def _last(block: dict) -> float | None:
+    return next((v for v in reversed(block["mean"]) if v is not None), None)
+
+
+def compare_table(run_a: RunReport | dict, run_b: RunReport | dict) -> Table:
     """Headline metrics of run A and run B at every k either has, with B − A in points."""
+    a, b = as_dict(run_a), as_dict(run_b)
     rows: list[list[str]] = [
         ["model", str(a.get("model")), str(b.get("model")), ""],
         ["tasks", str(a["tasks"]), str(b["tasks"]), f"{b['tasks'] - a['tasks']:+d}"],
@@ -33,11 +40,8 @@ def compare_table(a: dict, b: dict) -> Table:
             rows.append([f"selected@{k} ({name})", pct(sa), pct(sb), _delta(sa, sb)])
     pa, pb = a.get("primary_selector"), b.get("primary_selector")
     if pa and pb and pa != pb:
-        la, lb = (
-            a["metrics"]["selectors"][pa]["selected"]["mean"][-1],
-            b["metrics"]["selectors"][pb]["selected"]["mean"][-1],
-        )
-        rows.append([f"selected@N (primary: {pa} / {pb})", pct(la), pct(lb), _delta(la, lb)])
+        la, lb = _last(a["metrics"]["selectors"][pa]["selected"]), _last(b["metrics"]["selectors"][pb]["selected"])
+        rows.append([f"selected at the largest measured k (primary: {pa} / {pb})", pct(la), pct(lb), _delta(la, lb)])
     rows.append(["winners resolved", str(a["resolved_instances"]), str(b["resolved_instances"]),
                  f"{b['resolved_instances'] - a['resolved_instances']:+d}"])  # fmt: skip
     ua, ub = a["cost"]["unit"], b["cost"]["unit"]
@@ -55,6 +59,8 @@ def compare_table(a: dict, b: dict) -> Table:
     notes = [f"{len(common)} tasks in common (A has {a['tasks']}, B has {b['tasks']}); differences in points."]
     if len(common) < max(a["tasks"], b["tasks"]):
         notes.append("⚠ The runs cover different tasks: their figures are not directly comparable.")
+    if not (all(a["metrics"]["measured"]) and all(b["metrics"]["measured"])):
+        notes.append("— where a run did not measure a k (some task has fewer samples): never clamped.")
     if ua != ub:
         notes.append(f"⚠ Costs are in different units (A: {ua}, B: {ub}).")
     return Table("compare", f"A = {a['run_id']}   vs   B = {b['run_id']}", ["", "A", "B", "B − A"], rows, notes)

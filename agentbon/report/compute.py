@@ -1,38 +1,42 @@
-"""The report's metrics from per-task arrays: curves with bootstrap bands, scaling and flags.
+"""The report's metrics from per-task arrays: curves with bootstrap bands over the tasks that have samples.
 
 Pure functions over arrays (no store, no rendering), so the benchmark can time them on synthetic
-data of any size.
+data of any size. A metric@k is *measured* only where every task in the curves has at least k
+samples in its curve sample; elsewhere it is NaN (``None`` in ``summary.json``), never clamped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
 from agentbon.metrics import (
     bootstrap_means,
-    doubling_stops_paying,
     gap_recovered,
-    loglinear_fit,
     pass_at_k,
-    per_doubling_gains,
     percentile_interval,
     selected_at_k,
-    verifier_ceiling,
+    softmax_selected_at_k,
 )
+
+Estimator = Literal["rank", "uniform", "softmax"]
+"""How a selector's recorded scores become selected@k: ``rank`` = the top score wins (ties uniform);
+``uniform`` = a uniform choice among the candidates above ``invalid`` (``random``); ``softmax`` = the
+scores are logits of a softmax draw among them (``soft-bon``). All three are exact expectations."""
 
 
 @dataclass
 class Band:
-    """A metric per k with its bootstrap interval."""
+    """A metric per k with its bootstrap interval (NaN where not measured)."""
 
     mean: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
 
-    def as_dict(self) -> dict[str, list[float]]:
+    def as_dict(self) -> dict[str, list[float | None]]:
         return {"mean": _r(self.mean), "lo": _r(self.lo), "hi": _r(self.hi)}
 
 
@@ -42,21 +46,52 @@ class Curves:
 
     ks: list[int]
     tasks: int
+    """Tasks in the curves: those with at least one sample in their curve sample."""
     coverage: Band
     selected: dict[str, Band]
     loss: dict[str, Band]
     gap: dict[str, Band]
     per_task_coverage: np.ndarray
+    """(all tasks, ks): NaN for a task without samples and where k exceeds the task's sample count."""
     per_task_selected: dict[str, np.ndarray]
+    measured: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    """Per k: every task in the curves has at least k samples."""
+    included: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    """Per task row: in the curves (at least one sample)."""
+    boot: dict[str, np.ndarray] = field(default_factory=dict)
+    """``coverage`` and each selector's name → bootstrap means, shape (resamples, ks); NaN where not measured."""
+    confidence: float = 0.95
 
 
-def _r(values: np.ndarray) -> list[float]:
-    return [round(float(v), 6) + 0.0 for v in np.asarray(values).ravel()]  # + 0.0: no -0.0 in the JSON
+def _r(values: np.ndarray) -> list[float | None]:
+    # + 0.0: no -0.0 in the JSON; NaN (not measured) becomes null.
+    return [None if not np.isfinite(v) else round(float(v), 6) + 0.0 for v in np.asarray(values, float).ravel()]
 
 
 def _band(samples: np.ndarray, mean: np.ndarray, confidence: float) -> Band:
     lo, hi = percentile_interval(samples, confidence)
     return Band(mean=mean, lo=lo, hi=hi)
+
+
+def as_estimator_scores(scores: np.ndarray, estimator: Estimator, candidate: np.ndarray) -> np.ndarray:
+    """The recorded scores in the form the estimator reads; ``candidate`` marks the samples the selector could pick.
+
+    NaN stays (not a sample); a sample that is no candidate (empty patch, patch that does not
+    apply) ranks below every candidate, or has weight 0 in a softmax.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if estimator == "uniform":
+        return np.where(np.isnan(s), np.nan, np.where(candidate, 0.0, -np.inf))  # candidates tied: uniform
+    if estimator == "softmax":
+        return np.where(np.isnan(s), np.nan, np.where(candidate & np.isfinite(s), s, -np.inf))
+    return s
+
+
+def _selected(scores: np.ndarray, correct: np.ndarray, curve: np.ndarray, ks: list[int], est: Estimator) -> np.ndarray:
+    s = np.where(curve, scores, np.nan)
+    if est == "softmax":
+        return np.asarray(softmax_selected_at_k(s, correct, ks))
+    return np.asarray(selected_at_k(s, correct, ks))
 
 
 def compute_curves(
@@ -67,69 +102,69 @@ def compute_curves(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    estimators: dict[str, Estimator] | None = None,
+    candidates: np.ndarray | None = None,
 ) -> Curves:
     """Coverage@k and, per selector, selected@k, loss@k and gap recovered@k with bootstrap bands over tasks.
 
-    ``ks`` must start at 1 (pass@1 is the gap's baseline). Every series is resampled with the same
-    task draws, so a selector's loss band is the band of a difference, not a difference of bands.
+    ``valid`` is the curve sample (tasks × rollouts). ``ks`` must start at 1 (pass@1 is the gap's
+    baseline). Tasks without a sample are left out; a k above some task's sample count is not
+    measured (NaN). Every series is resampled with the same task draws, so a selector's loss band
+    is the band of a difference, not a difference of bands. ``estimators`` names how each
+    selector's scores are read (default ``rank``); ``candidates`` marks the samples a selector could
+    pick (default: all), which the ``uniform`` and ``softmax`` estimators choose among.
     """
     if not ks or ks[0] != 1:
         raise ValueError(f"ks must start at 1, got {list(ks)}")
-    tasks = correct.shape[0]
-    n = valid.sum(axis=1)
-    c = (correct * valid).sum(axis=1).round().astype(np.int64)
-    cov = np.asarray(pass_at_k(n, c, list(ks))).reshape(tasks, len(ks))
+    ks = list(ks)
+    estimators = estimators or {}
     names = list(scores)
-    sel = {name: np.asarray(selected_at_k(scores[name], correct, list(ks))).reshape(tasks, len(ks)) for name in names}
-    empty = Band(np.zeros(len(ks)), np.zeros(len(ks)), np.zeros(len(ks)))
+    n_all = valid.sum(axis=1)
+    included = n_all > 0
+    rows = np.flatnonzero(included)
+    tasks, width = int(rows.size), len(ks)
+    measured = np.array([tasks > 0 and bool((n_all[rows] >= k).all()) for k in ks])
+    cor, cur = correct[rows], valid[rows]
+    cand = np.ones(valid.shape, bool)[rows] if candidates is None else np.asarray(candidates, bool)[rows]
+    n = n_all[rows]
+    c = (cor * cur).sum(axis=1).round().astype(np.int64)
+    cov = np.asarray(pass_at_k(n, c, ks)).reshape(tasks, width)
+    sel = {}
+    for name in names:
+        est = estimators.get(name, "rank")
+        sel[name] = _selected(as_estimator_scores(scores[name][rows], est, cand), cor, cur, ks, est)
+        sel[name] = sel[name].reshape(tasks, width)
+    per_task_cov = np.full((valid.shape[0], width), np.nan)
+    per_task_cov[rows] = np.where(n[:, None] >= np.asarray(ks)[None, :], cov, np.nan)
+    nan = np.full(width, np.nan)
+    empty = Band(nan, nan, nan)
+    out = Curves(ks, tasks, empty, {}, {}, {}, per_task_cov, sel, measured, included, {}, confidence)
     if tasks == 0:
-        zero = {name: empty for name in names}
-        return Curves(list(ks), 0, empty, zero, zero, zero, cov, sel)
+        for name in names:
+            out.selected[name] = out.loss[name] = out.gap[name] = empty
+        return out
     stacked = np.stack([cov, *(sel[name] for name in names)], axis=1)  # (tasks, 1 + S, K)
+    stacked[:, :, ~measured] = 0.0
     means = stacked.mean(axis=0)
     boot = bootstrap_means(stacked, n_boot=n_boot, seed=seed)  # (B, 1 + S, K)
+    means[:, ~measured], boot[:, :, ~measured] = np.nan, np.nan
     boot_cov, boot_p1 = boot[:, 0], boot[:, 0, :1]
-    out = Curves(list(ks), tasks, _band(boot_cov, means[0], confidence), {}, {}, {}, cov, sel)
-    for s, name in enumerate(names, start=1):
-        out.selected[name] = _band(boot[:, s], means[s], confidence)
-        out.loss[name] = _band(boot_cov - boot[:, s], means[0] - means[s], confidence)
-        gap_mean = np.asarray(gap_recovered(means[s], means[0], means[0, :1]))
-        out.gap[name] = _band(np.asarray(gap_recovered(boot[:, s], boot_cov, boot_p1)), gap_mean, confidence)
+    out.coverage = _band(boot_cov, means[0], confidence)
+    out.boot["coverage"] = boot_cov
+    with np.errstate(invalid="ignore"):
+        for s, name in enumerate(names, start=1):
+            out.boot[name] = boot[:, s]
+            out.selected[name] = _band(boot[:, s], means[s], confidence)
+            out.loss[name] = _band(boot_cov - boot[:, s], means[0] - means[s], confidence)
+            gap_mean = np.asarray(gap_recovered(means[s], means[0], means[0, :1]))
+            gap_boot = np.asarray(gap_recovered(boot[:, s], boot_cov, boot_p1))
+            gap_boot[:, ~measured] = np.nan  # gap_recovered reads "no gap" into NaN
+            out.gap[name] = _band(gap_boot, np.where(measured, gap_mean, np.nan), confidence)
     return out
 
 
-def scaling(curves: Curves, targets: Sequence[float] = ()) -> dict:
-    """The decision table: gain per doubling, where doubling stops paying, the verifier ceiling, fits."""
-    ks = curves.ks
-    cov = curves.coverage.mean
+def scaling(curves: Curves, wanted: Sequence[float] = ()) -> dict:
+    """The decision table (:func:`agentbon.report.scaling.scaling`), here too for callers that import it here."""
+    from agentbon.report.scaling import scaling as table  # the scaling module imports this one
 
-    def fit(values: np.ndarray, extra_targets: Sequence[float]) -> dict:
-        f = loglinear_fit(ks, values)
-        wanted = sorted({round(float(t), 4) for t in extra_targets if 0 < t <= 1})
-        k_for = {f"{t:.4f}": _finite(f.k_for(t)) for t in wanted}
-        return {"a": round(f.a, 6), "points_per_doubling": round(f.b * 100, 3), "r2": round(f.r2, 4), "k_for": k_for}
-
-    last = float(cov[-1]) if len(cov) else 0.0
-    out: dict = {
-        "ks": ks,
-        "coverage": {
-            "gain": _r(per_doubling_gains(ks, cov)) if len(ks) > 1 else [],
-            "stops_paying_at_k": doubling_stops_paying(ks, cov) if len(ks) > 1 else None,
-            "fit": fit(cov, [*targets, last + 0.05, last + 0.10]),
-        },
-        "selectors": {},
-    }
-    for name, band in curves.selected.items():
-        sel = band.mean
-        top = float(sel[-1])
-        out["selectors"][name] = {
-            "gain": _r(per_doubling_gains(ks, sel)) if len(ks) > 1 else [],
-            "stops_paying_at_k": doubling_stops_paying(ks, sel) if len(ks) > 1 else None,
-            "verifier_ceiling_at_k": verifier_ceiling(ks, cov, sel) if len(ks) > 1 else None,
-            "fit": fit(sel, [*targets, top + 0.05, top + 0.10, last]),
-        }
-    return out
-
-
-def _finite(x: float) -> float | None:
-    return None if not np.isfinite(x) else round(float(x), 2)
+    return table(curves, wanted)

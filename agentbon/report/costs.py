@@ -81,7 +81,8 @@ def cost_section(data: RunData, curves: Curves, options: ReportConfig) -> dict:
     }
     total = float(costs[-1]) if len(costs) else 0.0
     for name, band in curves.selected.items():
-        solved = float(band.mean[-1]) * tasks if len(band.mean) else 0.0
+        measured = band.mean[curves.measured]  # the largest k measured: k above a task's sample count is not
+        solved = float(measured[-1]) * curves.tasks if measured.size else 0.0
         out["selectors"][name] = {
             "per_solved_task": _num(cost_per_solved(total, solved)),
             "per_extra_point": [_num(c) for c in cost_per_extra_point(curves.ks, band.mean, costs)],

@@ -1,10 +1,13 @@
 """The run store as per-task arrays: what every metric and rendering reads (nothing is re-run).
 
-Rules (design.md §4, §5): a rollout whose status is ``infra_error`` is not a valid sample (it is
-left out of n and reported among the errors), nor is one ``cancelled`` by an early stop; a valid rollout without a grade verdict counts as
-incorrect; a selector's scores come from its Selection's ``ranked`` list, a valid candidate missing
-from that list ranks below every scored one, and a task the selector made no choice on counts as
-unsolved for it. Oracle selections (``oracle=True``) are kept apart from the selectors.
+Rules (design.md §4, §5; docs/estimators.md): a sample is a rollout that finished (not ``infra_error``,
+not ``cancelled``) and whose grade verdict decided (``pass`` or ``fail``); a rollout whose grade ended
+in ``infra_error`` or is missing is left out of n exactly like an infra error, and counted apart. A
+task that early stop cut short draws its curves from its rollouts ``0..fixed-1`` only (the part fixed
+in advance); its later rollouts stay candidates for the winners. A selector's scores come from its
+Selection's ``ranked`` list, a valid candidate missing from that list ranks below every scored one,
+and a task the selector made no choice on counts as unsolved for it. Oracle selections
+(``oracle=True``) are kept apart from the selectors.
 """
 
 from __future__ import annotations
@@ -13,18 +16,47 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from agentbon.protocols import Candidate
+from agentbon.select.base import invalid_reason
 from agentbon.store import RunStore
 from agentbon.types import Rollout, Selection, Task, Verdict
 
 # Cell codes of the task-by-rollout pass map.
-MISSING, PASS, FAIL, UNGRADED, INFRA, CANCELLED = 0, 1, 2, 3, 4, 5
-CELL_CODES = ".PFUIC"
-"""One letter per cell code, as ``summary.json`` writes a task's row: ``PFFI`` = pass, fail, fail, infra error."""
+MISSING, PASS, FAIL, UNGRADED, INFRA, CANCELLED, GRADE_INFRA = 0, 1, 2, 3, 4, 5, 6
+CELL_CODES = ".PFUICG"
+"""One letter per cell code, as ``summary.json`` writes a task's row: ``PFFI`` = pass, fail, fail, infra error
+(``U``: no grade verdict, ``G``: the grade verification ended in an infra error; neither is in n)."""
+DEFAULT_FIXED = 4
+"""``early_stop_fixed`` of a run whose events and config do not say."""
 
 
 def is_sample(rollout: Rollout) -> bool:
-    """Whether a rollout counts as a sample: not an infra error, not cancelled by an early stop."""
+    """Whether a rollout finished (not an infra error, not cancelled); a sample also needs a decided grade."""
     return rollout.status not in ("infra_error", "cancelled")
+
+
+@dataclass
+class EarlyStopped:
+    """Early stop's record of one task: the fixed part its curves use and the compute it saved."""
+
+    fixed: int
+    rollouts_not_run: int
+    est_sandbox_s_saved: float
+
+
+def early_stops(events: list[dict], config: dict) -> dict[str, EarlyStopped]:
+    """Fold ``early_stop`` events by task; ``fixed`` from the event, else the config, else 4."""
+    fallback = int(config.get("early_stop_fixed") or DEFAULT_FIXED)
+    out: dict[str, EarlyStopped] = {}
+    for e in events:
+        fixed = int(e.get("fixed") or fallback)
+        seen = out.get(e["task_id"])
+        out[e["task_id"]] = EarlyStopped(
+            fixed=min(fixed, seen.fixed) if seen else fixed,
+            rollouts_not_run=int(e.get("rollouts_not_run") or 0) + (seen.rollouts_not_run if seen else 0),
+            est_sandbox_s_saved=float(e.get("est_sandbox_s_saved") or 0.0) + (seen.est_sandbox_s_saved if seen else 0),
+        )
+    return out
 
 
 @dataclass
@@ -43,7 +75,15 @@ class RunData:
     valid: np.ndarray
     correct: np.ndarray
     cells: np.ndarray
-    """Pass-map code per cell: MISSING, PASS, FAIL, UNGRADED, INFRA, CANCELLED."""
+    """Pass-map code per cell: MISSING, PASS, FAIL, UNGRADED, INFRA, CANCELLED, GRADE_INFRA."""
+    curve: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
+    """The samples the curves use: ``valid``, less the rollouts past the fixed part of an early-stopped task."""
+    candidate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
+    """Samples a selector could pick (not an empty patch, not a patch that does not apply): the selectors' rule."""
+    early_stop: dict[str, EarlyStopped] = field(default_factory=dict)
+    """Task id → what early stop did to it (tasks it never stopped are absent)."""
+    infra_events: list[dict] = field(default_factory=list)
+    """The run's ``infra`` events (every failed attempt, retried or not)."""
     scores: dict[str, np.ndarray] = field(default_factory=dict)
     """Per selector, scores with NaN where a cell is not a valid candidate (rows of unselected tasks all NaN)."""
     oracle_scores: dict[str, np.ndarray] = field(default_factory=dict)
@@ -59,7 +99,7 @@ class RunData:
         return self.selectors[0] if self.selectors else None
 
     def is_valid(self, rollout: Rollout) -> bool:
-        """Whether a rollout counts as a sample (not an infra error, not cancelled)."""
+        """Whether a rollout finished (not an infra error, not cancelled); ``valid`` also needs a decided grade."""
         return is_sample(rollout)
 
 
@@ -88,17 +128,24 @@ def load_run(store: RunStore) -> RunData:
     shape = (len(task_ids), n)
     present, valid = np.zeros(shape, bool), np.zeros(shape, bool)
     correct, cells = np.zeros(shape), np.full(shape, MISSING, dtype=np.int8)
+    candidate = np.zeros(shape, bool)
     for rid, r in rollouts.items():
         i, j = row[r.task_id], r.index
         present[i, j] = True
         if not is_sample(r):  # not a sample: its outcome is unknown
             cells[i, j] = INFRA if r.status == "infra_error" else CANCELLED
             continue
-        valid[i, j] = True
         verdict = grades.get(rid)
         status = verdict.status if verdict else None
+        cells[i, j] = {"pass": PASS, "fail": FAIL, "infra_error": GRADE_INFRA}.get(status or "", UNGRADED)
+        valid[i, j] = status in ("pass", "fail")  # an undecided grade is no sample: left out of n, counted apart
         correct[i, j] = 1.0 if status == "pass" else 0.0
-        cells[i, j] = {"pass": PASS, "fail": FAIL, "infra_error": INFRA}.get(status or "", UNGRADED)
+        candidate[i, j] = invalid_reason(Candidate(rollout=r, evidence=evidence.get(rid))) is None
+    stopped = early_stops(store.events_of("early_stop"), config)
+    curve = valid.copy()
+    for task_id, stop in stopped.items():
+        if task_id in row:
+            curve[row[task_id], stop.fixed :] = False
     data = RunData(
         run_id=store.run_id,
         task_ids=task_ids,
@@ -112,6 +159,10 @@ def load_run(store: RunStore) -> RunData:
         valid=valid,
         correct=correct,
         cells=cells,
+        curve=curve,
+        candidate=candidate,
+        early_stop={t: s for t, s in stopped.items() if t in row},
+        infra_events=store.events_of("infra"),
     )
     by_selector: dict[str, dict[str, Selection]] = {}
     for s in selections:

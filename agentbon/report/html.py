@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 from html import escape
 
+from agentbon.report.model import RunReport, as_dict
 from agentbon.report.svg import COVERAGE_COLOR, ORACLE_COLOR, PALETTE, Series, bar_chart, heatmap, line_chart
 from agentbon.report.tables import Table, all_tables, num
 
-PASS_MAP_COLORS = {"P": "#2ca02c", "F": "#e45756", "U": "#f2b447", "I": "#8c8c8c", "C": "#9ecae9", ".": "#ffffff"}
-PASS_MAP_LEGEND = {"P": "pass", "F": "fail", "U": "no grade", "I": "infra error", "C": "cancelled", ".": "no rollout"}
+PASS_MAP_COLORS = {"P": "#2ca02c", "F": "#e45756", "U": "#f2b447", "I": "#8c8c8c", "G": "#5a5a5a", "C": "#9ecae9",
+                   ".": "#ffffff"}  # fmt: skip
+PASS_MAP_LEGEND = {"P": "pass", "F": "fail", "U": "no grade", "I": "infra error", "G": "grade infra error",
+                   "C": "cancelled", ".": "no rollout"}  # fmt: skip
 PASS_MAP_ROWS = 400
 """Tasks drawn in the pass map; the rest are counted under it."""
 
@@ -33,7 +36,13 @@ def _table(t: Table) -> str:
 
 
 def _series(s: dict, xs: list[float], pick: str, with_band: bool = True) -> list[Series]:
+    """One series per curve over the measured ks only (``xs`` has one entry per measured k)."""
     m = s["metrics"]
+    idx = _measured(s)
+
+    def _pts(values: list[float]) -> list[float]:
+        return [100 * values[i] for i in idx]
+
     out = []
     if pick == "selected":
         c = m["coverage"]
@@ -51,13 +60,17 @@ def _series(s: dict, xs: list[float], pick: str, with_band: bool = True) -> list
     return out
 
 
-def _pts(values: list[float]) -> list[float]:
-    return [100 * v for v in values]
+def _measured(s: dict) -> list[int]:
+    return [i for i, m in enumerate(s["metrics"]["measured"]) if m]
 
 
-def charts(s: dict) -> list[tuple[str, str]]:
-    """(caption, svg) for every plot of the report."""
-    ks = s["ks"]
+def charts(summary: RunReport | dict) -> list[tuple[str, str]]:
+    """(caption, svg) for every plot of the report (curves over the measured ks)."""
+    s = as_dict(summary)
+    idx = _measured(s)
+    ks = [s["ks"][i] for i in idx]
+    if not ks:
+        return [_pass_map(s)]
     xs = [math.log2(k) for k in ks]
     ticks = [(math.log2(k), str(k)) for k in ks]
     conf = int(round(100 * s["metrics"]["confidence"]))
@@ -72,12 +85,17 @@ def charts(s: dict) -> list[tuple[str, str]]:
                     bar_chart("Selection loss per k", [str(k) for k in ks], loss, "k", "points lost")))  # fmt: skip
     if len(ks) > 1:
         groups = [f"{a}→{b}" for a, b in zip(ks, ks[1:], strict=False)]
-        gains = [Series("coverage", [], _pts(s["scaling"]["coverage"]["gain"]), COVERAGE_COLOR)]
-        gains += [Series(n, [], _pts(s["scaling"]["selectors"][n]["gain"]), PALETTE[i % len(PALETTE)])
+        steps = idx[1:]  # gain[i - 1] is the step into ks[i]; the measured ks are a prefix
+
+        def _gains(values: list[float | None]) -> list[float]:
+            return [100 * (values[i - 1] or 0.0) for i in steps]
+
+        gains = [Series("coverage", [], _gains(s["scaling"]["coverage"]["gain"]), COVERAGE_COLOR)]
+        gains += [Series(n, [], _gains(s["scaling"]["selectors"][n]["gain"]), PALETTE[i % len(PALETTE)])
                   for i, n in enumerate(s["selectors"])]  # fmt: skip
         out.append(("Gain of each doubling of k, in points; below the dashed line a doubling buys under one point.",
                     bar_chart("Gain per doubling", groups, gains, "doubling", "points gained", ref=(1.0, "1 point"))))  # fmt: skip
-    costs = s["cost"]["cost_at_k"]
+    costs = [s["cost"]["cost_at_k"][i] for i in idx]
     if all(c and c > 0 for c in costs):
         cx = [math.log2(c) for c in costs]
         cost_series = [
@@ -100,9 +118,9 @@ def _pass_map(s: dict) -> tuple[str, str]:
     return caption, heatmap("Pass map", shown, PASS_MAP_COLORS, PASS_MAP_LEGEND)
 
 
-def render_html(summary: dict) -> str:
+def render_html(summary: RunReport | dict) -> str:
     """The whole ``report.html``."""
-    s = summary
+    s = as_dict(summary)
     tables = {t.key: t for t in all_tables(s)}
     figures = "".join(f"<figure>{svg}<figcaption>{escape(cap)}</figcaption></figure>" for cap, svg in charts(s))
     intro = (

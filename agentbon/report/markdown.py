@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agentbon.report.model import RunReport, as_dict
 from agentbon.report.tables import Table, all_tables
 
 
@@ -20,8 +21,9 @@ def md_table(table: Table, level: int = 2) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_markdown(summary: dict) -> str:
+def render_markdown(summary: RunReport | dict) -> str:
     """The whole ``report.md``."""
+    summary = as_dict(summary)
     head = [
         f"# agentbon report — {summary['run_id']}",
         "",

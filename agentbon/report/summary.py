@@ -1,8 +1,9 @@
-"""``summary.json``: every figure of a run, versioned, with SWE-bench's report keys beside agentbon's metrics."""
+"""``summary.json``: every figure of a run as a versioned :class:`~agentbon.report.model.RunReport`."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 
 import numpy as np
 from pydantic import ValidationError
@@ -10,15 +11,20 @@ from pydantic import ValidationError
 from agentbon.config import ReportConfig
 from agentbon.errors import ConfigError
 from agentbon.metrics import doubling_ks
-from agentbon.report.compute import Curves, compute_curves, scaling
+from agentbon.report.compute import Curves, Estimator, compute_curves
 from agentbon.report.costs import cost_section, theory_section
-from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, INFRA, PASS, RunData, load_run
+from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA, PASS, UNGRADED, RunData, load_run
 from agentbon.report.instances import rollout_report, winner_report
+from agentbon.report.model import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport
 from agentbon.report.references import LABEL, REFERENCES
+from agentbon.report.scaling import scaling
+from agentbon.select.selectors import RandomChoice, SoftBestOfN
 from agentbon.store import RunStore
 
-SUMMARY_SCHEMA = "agentbon.summary"
-SUMMARY_VERSION = 1
+__all__ = ["SUMMARY_SCHEMA", "SUMMARY_VERSION", "build_report", "build_summary", "report_options", "run_curves"]
+
+ESTIMATORS: dict[str, Estimator] = {RandomChoice.name: "uniform", SoftBestOfN.name: "softmax"}
+"""Selectors whose recorded scores are not a ranking: their selected@k is the exact expectation of their draw."""
 
 
 def report_options(config: dict, **overrides: object) -> ReportConfig:
@@ -32,10 +38,11 @@ def report_options(config: dict, **overrides: object) -> ReportConfig:
 
 
 def run_curves(data: RunData, options: ReportConfig) -> Curves:
-    """Curves for every selector and oracle of the run, from its arrays."""
+    """Curves for every selector and oracle of the run, from its curve sample (docs/estimators.md)."""
     ks = doubling_ks(data.n) if data.n else [1]
     scores = {**data.scores, **data.oracle_scores}
-    return compute_curves(data.correct, data.valid, scores, ks, options.bootstrap, options.confidence, options.seed)
+    return compute_curves(data.correct, data.curve, scores, ks, options.bootstrap, options.confidence, options.seed,
+                          estimators=ESTIMATORS, candidates=data.candidate)  # fmt: skip
 
 
 def serving_stats(store: RunStore) -> dict | None:
@@ -61,6 +68,7 @@ def _selector_block(data: RunData, curves: Curves, name: str) -> dict:
     winners = [s.winner for s in chosen.values() if s.winner]
     resolved = sum(1 for w in winners if (v := data.grades.get(w)) is not None and v.status == "pass")
     return {
+        "estimator": ESTIMATORS.get(name, "rank"),
         "selected": curves.selected[name].as_dict(),
         "loss": curves.loss[name].as_dict(),
         "gap_recovered": curves.gap[name].as_dict(),
@@ -71,14 +79,70 @@ def _selector_block(data: RunData, curves: Curves, name: str) -> dict:
     }
 
 
+def _kind(text: str | None) -> str:
+    """The error kind at the head of a message (``DockerError: ...`` → ``DockerError``), else ``other``."""
+    head = (text or "").split(":", 1)[0].strip()
+    return head if head.isidentifier() else "other"
+
+
+def infra_section(data: RunData) -> dict:
+    """Infra errors left in the store (rollouts, verifications) by kind, and the failed attempts the run logged."""
+    rollouts = [r for r in data.rollouts.values() if r.status == "infra_error"]
+    verdicts = [v for role in (data.grades, data.evidence) for v in role.values() if v.status == "infra_error"]
+    events = data.infra_events
+    return {
+        "rollouts": len(rollouts),
+        "rollouts_by_kind": dict(Counter(r.exit_status or _kind(r.error) for r in rollouts)),
+        "verifications": len(verdicts),
+        "verifications_by_kind": dict(Counter(_kind(v.reason) for v in verdicts)),
+        "attempts_failed": len(events),
+        "attempts_by_kind": dict(Counter(str(e.get("error") or "other") for e in events)),
+        "attempts_retried": sum(1 for e in events if e.get("retry")),
+    }
+
+
+def early_stop_section(data: RunData) -> dict:
+    """Which tasks early stop cut short, the fixed part their curves use, and the compute it saved."""
+    row = {t: i for i, t in enumerate(data.task_ids)}
+    tasks = [
+        {"task_id": t, "fixed": s.fixed, "curve_n": int(data.curve[row[t]].sum()),
+         "rollouts_not_run": s.rollouts_not_run, "est_sandbox_s_saved": round(s.est_sandbox_s_saved, 1)}
+        for t, s in data.early_stop.items()
+    ]  # fmt: skip
+    stops = data.early_stop.values()
+    return {
+        "tasks": tasks,
+        "rollouts_not_run": sum(s.rollouts_not_run for s in stops),
+        "est_sandbox_s_saved": round(sum(s.est_sandbox_s_saved for s in stops), 1),
+    }
+
+
+def _point(band: dict) -> dict:
+    return {k: v[0] for k, v in band.items()}
+
+
 def build_summary(store: RunStore, data: RunData | None = None, **overrides: object) -> dict:
-    """Everything ``report.md``, ``report.html`` and the terminal show, as one JSON-ready dict."""
+    """:func:`build_report` as ``summary.json``'s dict (for callers that read keys)."""
+    return build_report(store, data, **overrides).to_dict()
+
+
+def build_report(store: RunStore, data: RunData | None = None, **overrides: object) -> RunReport:
+    """Everything ``report.md``, ``report.html`` and the terminal show, as one typed, versioned record."""
     data = data or load_run(store)
     options = report_options(data.config, **overrides)
     curves = run_curves(data, options)
-    valid_n = data.valid.sum(axis=1)
+    valid_n, curve_n = data.valid.sum(axis=1), data.curve.sum(axis=1)
     correct_n = (data.correct * data.valid).sum(axis=1).astype(int)
     costs = cost_section(data, curves, options)
+    cells = data.cells
+    left_out = {code: int((cells == code).sum()) for code in (INFRA, GRADE_INFRA, UNGRADED, CANCELLED)}
+    empty = sum(1 for r in data.rollouts.values() if data.is_valid(r) and not r.patch.strip()
+                and (g := data.grades.get(r.rollout_id)) is not None and g.status in ("pass", "fail"))  # fmt: skip
+    scale = scaling(curves, options.targets)
+    for name in data.oracles:  # the oracle is reported as such, never in the scaling table's selectors
+        scale["selectors"].pop(name, None)
+        costs["selectors"].pop(name, None)
+    in_curves = curve_n[curves.included]
     summary: dict = {
         "schema": SUMMARY_SCHEMA,
         "version": SUMMARY_VERSION,
@@ -94,22 +158,31 @@ def build_summary(store: RunStore, data: RunData | None = None, **overrides: obj
         "rollouts": {
             "total": int(data.present.sum()),
             "valid": int(data.valid.sum()),
-            "infra_error": int((data.cells == INFRA).sum()),
-            "cancelled": int((data.cells == CANCELLED).sum()),
-            "graded": int(np.isin(data.cells, (PASS, FAIL)).sum()),
-            "empty_patch": sum(1 for r in data.rollouts.values() if data.is_valid(r) and not r.patch.strip()),
+            "infra_error": left_out[INFRA],
+            "grade_infra_error": left_out[GRADE_INFRA],
+            "ungraded": left_out[UNGRADED],
+            "cancelled": left_out[CANCELLED],
+            "graded": int(np.isin(cells, (PASS, FAIL)).sum()),
+            "empty_patch": empty,
+            "left_out": sum(left_out.values()),
         },
+        "infra": infra_section(data),
+        "early_stop": early_stop_section(data),
         **winner_report(data, data.primary),
         "rollout_report": rollout_report(data),
         "metrics": {
             "confidence": options.confidence,
             "bootstrap": options.bootstrap,
-            "pass@1": {k: v[0] for k, v in curves.coverage.as_dict().items()},
+            "pass@1": _point(curves.coverage.as_dict()),
             "coverage": curves.coverage.as_dict(),
+            "measured": [bool(m) for m in curves.measured],
+            "curve_tasks": curves.tasks,
+            "tasks_without_sample": [t for i, t in enumerate(data.task_ids) if not curves.included[i]],
+            "fewest_samples": int(in_curves.min()) if in_curves.size else 0,
             "selectors": {name: _selector_block(data, curves, name) for name in data.selectors},
             "oracle": {name: _selector_block(data, curves, name) for name in data.oracles},
         },
-        "scaling": scaling(curves, options.targets),
+        "scaling": scale,
         "cost": costs,
         "serving": serving_stats(store),
         "theory": theory_section(data.n, costs["sample_cost"], costs["scoring_cost"], options, costs["unit"]),
@@ -118,17 +191,15 @@ def build_summary(store: RunStore, data: RunData | None = None, **overrides: obj
             {
                 "task_id": task_id,
                 "n": int(valid_n[i]),
+                "curve_n": int(curve_n[i]),
                 "correct": int(correct_n[i]),
-                "infra_errors": int((data.cells[i] == INFRA).sum()),
-                "cells": "".join(CELL_CODES[c] for c in data.cells[i]),
-                "coverage": curves.per_task_coverage[i].round(6).tolist() if curves.tasks else [],
+                "infra_errors": int(np.isin(cells[i], (INFRA, GRADE_INFRA)).sum()),
+                "cells": "".join(CELL_CODES[c] for c in cells[i]),
+                "coverage": [None if not np.isfinite(v) else round(float(v), 6) for v in curves.per_task_coverage[i]],
                 "winners": {name: sel[task_id].winner for name, sel in data.selections.items() if task_id in sel},
+                "early_stopped": task_id in data.early_stop,
             }
             for i, task_id in enumerate(data.task_ids)
         ],
     }
-    summary["scaling"].pop("ks", None)
-    for name in data.oracles:  # the oracle is reported as such, never in the scaling table's selectors
-        summary["scaling"]["selectors"].pop(name, None)
-        summary["cost"]["selectors"].pop(name, None)
-    return summary
+    return RunReport.model_validate(summary)

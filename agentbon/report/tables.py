@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+from agentbon.report.model import RunReport, as_dict
+
+NOT_MEASURED = "not measured"
 
 
 @dataclass
@@ -25,10 +30,6 @@ def gain(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:+.1f}"
 
 
-def band(b: dict, i: int) -> str:
-    return f"{pct(b['mean'][i])} [{pct(b['lo'][i])}, {pct(b['hi'][i])}]"
-
-
 def num(x: float | None, unit: str = "") -> str:
     if x is None:
         return "—"
@@ -36,16 +37,65 @@ def num(x: float | None, unit: str = "") -> str:
     return f"{text} {unit}".rstrip()
 
 
+def band(b: dict, i: int) -> str:
+    if b["mean"][i] is None:
+        return NOT_MEASURED
+    return f"{pct(b['mean'][i])} [{pct(b['lo'][i])}, {pct(b['hi'][i])}]"
+
+
+def last_measured(s: dict) -> int:
+    """Index into ``ks`` of the largest measured k (0 when none is)."""
+    measured = s["metrics"]["measured"]
+    return max((i for i, m in enumerate(measured) if m), default=0)
+
+
+def _slope(x: dict | None) -> str:
+    if not x or x.get("slope") is None:
+        return "—"
+    if x.get("lo") is None or x.get("hi") is None:
+        return f"{x['slope']:+.1f}"
+    return f"{x['slope']:+.1f} [{x['lo']:+.1f}, {x['hi']:+.1f}]"
+
+
+def stop_text(stop: dict) -> str:
+    """The "does doubling still pay" call in a few words."""
+    call = stop["call"]
+    if call == "stops":
+        return f"stops from k = {stop['from_k']}: {_slope(stop)} pts/doubling"
+    if call == "too few doublings":
+        return f"— (needs {stop['min_doublings']} measured doublings)"
+    return f"{call}: {_slope(stop)} pts/doubling from k = {stop['from_k']}"
+
+
+def forecast_text(f: dict | None) -> str:
+    if not f or f["value"] is None:
+        return "—"
+    return f"{pct(f['value'])} [{pct(f['lo'])}, {pct(f['hi'])}] at k = {f['to_k']} ({gain(f['gain'])})"
+
+
+def not_measured_note(s: dict) -> str | None:
+    m = s["metrics"]
+    ks, measured = s["ks"], m["measured"]
+    if all(measured):
+        return None
+    top = ks[last_measured(s)] if any(measured) else None
+    why = f"a task in the curves has only {m['fewest_samples']} samples" if top else "no task has a sample"
+    return (f"{NOT_MEASURED}: k above {top or 0} ({why}; "
+            "k > n is never clamped; see docs/estimators.md).")  # fmt: skip
+
+
 def headline(s: dict) -> Table:
-    m, ks, last = s["metrics"], s["ks"], len(s["ks"]) - 1
+    m, ks, last = s["metrics"], s["ks"], last_measured(s)
     r = s["rollouts"]
     rows = [
-        ["tasks", str(s["tasks"])],
+        ["tasks (in the curves)", f"{s['tasks']} ({m['curve_tasks']})"],
         ["rollouts per task (N)", str(s["n"])],
-        ["rollouts: valid / infra error / cancelled", f"{r['valid']} / {r['infra_error']} / {r['cancelled']}"],
+        ["rollouts: samples / left out of n", f"{r['valid']} / {r['left_out']}"],
         ["pass@1", band({k: [v] for k, v in m["pass@1"].items()}, 0)],
         [f"coverage@{ks[last]} (pass@{ks[last]})", band(m["coverage"], last)],
     ]
+    if last != len(ks) - 1:
+        rows.append([f"coverage@{ks[-1]}", NOT_MEASURED])
     primary = s.get("primary_selector")
     if primary:
         p = m["selectors"][primary]
@@ -55,37 +105,69 @@ def headline(s: dict) -> Table:
             [f"gap recovered@{ks[last]}", band(p["gap_recovered"], last)],
             ["winners resolved (SWE-bench keys)", f"{s['resolved_instances']} / {s['total_instances']}"],
         ]
+    early = s["early_stop"]
+    if early["tasks"]:
+        rows.append(["early stop: rollouts not run / est. sandbox-seconds saved",
+                     f"{early['rollouts_not_run']} / {num(early['est_sandbox_s_saved'])}"])  # fmt: skip
     conf = int(round(100 * m["confidence"]))
     notes = [f"Accuracies in points; brackets: {conf}% bootstrap interval over tasks ({m['bootstrap']} resamples)."]
-    if r["infra_error"]:
-        notes.append(f"{r['infra_error']} rollouts hit infrastructure errors: left out of n, listed in error_ids.")
+    parts = [(r["infra_error"], "rollout infra errors"), (r["grade_infra_error"], "grade verifications that hit infra "
+             "errors"), (r["ungraded"], "rollouts without a grade"), (r["cancelled"], "cancelled rollouts")]  # fmt: skip
+    if r["left_out"]:
+        listed = ", ".join(f"{count} {what}" for count, what in parts if count)
+        notes.append(f"Left out of n ({r['left_out']}): {listed}; infra errors are listed in error_ids.")
+    infra = s["infra"]
+    if infra["rollouts"] or infra["verifications"]:
+        kinds = {**infra["rollouts_by_kind"]}
+        for k, v in infra["verifications_by_kind"].items():
+            kinds[k] = kinds.get(k, 0) + v
+        notes.append(f"Infra errors left: {infra['rollouts']} rollouts, {infra['verifications']} verifications ("
+                     + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) + "); a resume re-runs them.")  # fmt: skip
+    if m["tasks_without_sample"]:
+        notes.append(f"{len(m['tasks_without_sample'])} tasks without any sample are left out of the curves: "
+                     + ", ".join(m["tasks_without_sample"][:10]) + ("…" if len(m["tasks_without_sample"]) > 10 else ""))  # fmt: skip
+    if early["tasks"]:
+        upto = "/".join(str(f - 1) for f in sorted({t["fixed"] for t in early["tasks"]}))
+        names = [t["task_id"] for t in early["tasks"]]
+        notes.append(
+            f"Early stop cut {len(names)} tasks short; their curves use only rollouts 0..{upto}, "
+            f"fixed in advance (unbiased; the rest are candidates for the winners only): "
+            + ", ".join(names[:10])
+            + ("…" if len(names) > 10 else "")
+            + "."
+        )
+    if note := not_measured_note(s):
+        notes.append(note)
     return Table("headline", "Headline", ["", "value"], rows, notes)
 
 
 def selectors(s: dict) -> Table:
-    m, sc, last = s["metrics"], s["scaling"], len(s["ks"]) - 1
+    m, sc, last = s["metrics"], s["scaling"], last_measured(s)
     k = s["ks"][last]
     rows = []
     for name in s["selectors"]:
         b, f = m["selectors"][name], sc["selectors"][name]
+        fit = f["fit"] or {}
         rows.append([
             name, band(b["selected"], last), pct(b["loss"]["mean"][last]), pct(b["gap_recovered"]["mean"][last], 0) + "%",
-            f"{b['winners_resolved']} / {s['tasks']}", f"{f['fit']['points_per_doubling']:+.1f}",
-            str(f["stops_paying_at_k"] or "—"), str(f["verifier_ceiling_at_k"] or "—"),
+            f"{b['winners_resolved']} / {s['tasks']}", _slope({"slope": fit.get("points_per_doubling"), **fit}),
+            stop_text(f["stop"]), forecast_text(f["forecast"]), str(f["verifier_ceiling_at_k"] or "—"),
         ])  # fmt: skip
     for name in s["oracles"]:
         b = m["oracle"][name]
         rows.append([f"{name} (oracle: grading tests)", band(b["selected"], last), "—", "—",
-                     f"{b['winners_resolved']} / {s['tasks']}", "—", "—", "—"])  # fmt: skip
+                     f"{b['winners_resolved']} / {s['tasks']}", "—", "—", "—", "—"])  # fmt: skip
     headers = [
         "selector", f"selected@{k}", f"loss@{k}", "gap recovered", "winners resolved", "pts/doubling",
-        "doubling < 1 pt from k", "verifier ceiling from k",
+        "does doubling pay", "forecast N→2N", "verifier ceiling from k",
     ]  # fmt: skip
-    notes = (
-        ["The oracle picks with the grading tests: an upper bound (= coverage), never a selector."]
-        if s["oracles"]
-        else []
-    )
+    notes = []
+    if s["oracles"]:
+        notes.append("The oracle picks with the grading tests: an upper bound (= coverage), never a selector.")
+    drawn = [n for n in s["selectors"] if m["selectors"][n]["estimator"] != "rank"]
+    if drawn:
+        notes.append(", ".join(drawn) + ": selected@k is the exact expectation of the selector's random draw over "
+                     "k-subsets (random: a uniform choice; soft-bon: a softmax over critic scores), not one draw.")  # fmt: skip
     return Table("selectors", f"Selectors at k = {k}", headers, rows, notes)
 
 
@@ -111,27 +193,46 @@ def scaling(s: dict) -> Table:
     return Table("scaling", "What each doubling of N buys", headers, rows, notes)
 
 
+def _fit_text(label: str, block: dict) -> str:
+    fit = block["fit"]
+    if fit is None:
+        return f"{label}: nothing measured."
+    interval = "" if fit["lo"] is None else f", slope interval [{fit['lo']:+.1f}, {fit['hi']:+.1f}]"
+    text = (f"{label} ≈ {pct(fit['a'])} + {fit['points_per_doubling']:.1f}·log2 k (R² {fit['r2']:.2f}{interval}); "
+            f"does doubling pay: {stop_text(block['stop'])}")  # fmt: skip
+    if block["forecast"]:
+        text += f"; forecast {forecast_text(block['forecast'])}"
+    return text + "."
+
+
+def _targets_text(block: dict) -> str:
+    parts = []
+    for t in block["targets"]:
+        if t["reached_at_k"] is not None:
+            parts.append(f"{pct(t['target'])}% reached at k = {t['reached_at_k']}")
+        elif t["extrapolated_k"] is not None:
+            parts.append(f"{pct(t['target'])}% needs k ≈ {num(t['extrapolated_k'])} (extrapolated)")
+    return ", ".join(parts)
+
+
 def _scaling_notes(s: dict, primary: str | None) -> list[str]:
     sc = s["scaling"]
-    cov = sc["coverage"]
-    notes = [
-        f"coverage ≈ {pct(cov['fit']['a'])} + {cov['fit']['points_per_doubling']:.1f}·log2 k "
-        f"(R² {cov['fit']['r2']:.2f}); doubling buys < 1 point of coverage from k = {cov['stops_paying_at_k'] or '— (never)'}."
-    ]  # fmt: skip
+    notes = [_fit_text("coverage", sc["coverage"])]
     if primary:
         p = sc["selectors"][primary]
-        notes.append(
-            f"selected ({primary}) ≈ {pct(p['fit']['a'])} + {p['fit']['points_per_doubling']:.1f}·log2 k "
-            f"(R² {p['fit']['r2']:.2f}); doubling buys < 1 point from k = {p['stops_paying_at_k'] or '— (never)'}."
-        )
-        targets = ", ".join(f"{pct(float(t))}% needs k ≈ {num(k)}" for t, k in p["fit"]["k_for"].items())
-        if targets:
-            notes.append(f"Extrapolated from the fit ({primary}): {targets}.")
+        notes.append(_fit_text(f"selected ({primary})", p))
+        if targets := _targets_text(p):
+            notes.append(f"Targets ({primary}): {targets}.")
         if p["verifier_ceiling_at_k"]:
             notes.append(
                 f"⚠ Verifier-shaped ceiling: from k = {p['verifier_ceiling_at_k']} selected accuracy flattens "
                 "(< 1 point per doubling) while coverage still rises — more samples find fixes the selector cannot pick."
             )
+    notes.append("Does doubling pay: the least-squares slope over the remaining doublings (two at least) and its "
+                 "bootstrap interval — stops once the whole interval is under 1 point; the forecast extends the fit "
+                 "over the last two measured doublings by one.")  # fmt: skip
+    if note := not_measured_note(s):
+        notes.append(note)
     be = s["theory"]["break_even"]
     line = f"BoN at N = {be['n']} pays {num(be['extra_cost_per_request'], be['unit'])} extra per request"
     if be["requests"] is not None:
@@ -152,7 +253,8 @@ def selected_by_k(s: dict) -> Table:
             row.append(pct(block["selected"]["mean"][i]))
         rows.append(row)
     headers = ["k", "coverage", *s["selectors"], *(o if "oracle" in o else f"{o} (oracle)" for o in s["oracles"])]
-    return Table("selected_by_k", "selected@k by selector", headers, rows)
+    note = not_measured_note(s)
+    return Table("selected_by_k", "selected@k by selector", headers, rows, [note] if note else [])
 
 
 def cost(s: dict) -> Table:
@@ -169,7 +271,12 @@ def cost(s: dict) -> Table:
     serving = s.get("serving") or {}
     if serving.get("prefix_cache_hit_rate") is not None:
         hits, queries = serving["prefix_cache_hits"], serving["prefix_cache_queries"]
-        rows.append(["prefix-cache hit rate (tokens)", f"{pct(serving['prefix_cache_hit_rate'])}% of {queries:,} prompt tokens ({hits:,} hits)"])
+        rows.append(
+            [
+                "prefix-cache hit rate (tokens)",
+                f"{pct(serving['prefix_cache_hit_rate'])}% of {queries:,} prompt tokens ({hits:,} hits)",
+            ]
+        )
     for name, sel in c["selectors"].items():
         rows.append([f"cost per solved task ({name})", num(sel["per_solved_task"], unit)])
         marginal = ", ".join(num(x) for x in sel["per_extra_point"])
@@ -187,6 +294,7 @@ def references(s: dict) -> Table:
     return Table("references", s["references"]["label"], headers, rows)
 
 
-def all_tables(s: dict) -> list[Table]:
+def all_tables(summary: RunReport | dict[str, Any]) -> list[Table]:
     """Every table of a report, in reading order."""
+    s = as_dict(summary)
     return [headline(s), scaling(s), selectors(s), selected_by_k(s), cost(s), references(s)]

@@ -6,6 +6,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from agentbon.report.model import RunReport
 from agentbon.report.tables import Table, all_tables
 
 
@@ -20,7 +21,9 @@ def rich_table(table: Table) -> RichTable:
     return out
 
 
-def print_summary(summary: dict, console: Console | None = None, keys: tuple[str, ...] | None = None) -> None:
+def print_summary(
+    summary: RunReport | dict, console: Console | None = None, keys: tuple[str, ...] | None = None
+) -> None:
     """Print the summary's tables (all, or those whose key is in ``keys``)."""
     console = console or Console()
     for table in all_tables(summary):

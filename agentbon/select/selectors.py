@@ -127,7 +127,11 @@ class Majority(_Base):
 
 
 class SoftBestOfN(_Base):
-    """Samples the winner from softmax(critic / temperature), seeded (Gumbel-max, so every subset is soft too)."""
+    """Samples the winner from softmax(critic / temperature), seeded (Gumbel-max, so every subset is soft too).
+
+    Each candidate's recorded score is its logit ``critic / temperature`` (the report's exact
+    selected@k reads these); the ranking is the seeded Gumbel-max draw, so the winner comes first.
+    """
 
     name = "soft-bon"
 
@@ -135,18 +139,23 @@ class SoftBestOfN(_Base):
         valid, scores, reasons = self._split(candidates)
         critic = critic_scores(self.critic, task, candidates, valid)
         gumbel = np.random.default_rng(stable_seed(self.seed, task.task_id, self.name)).gumbel(size=len(candidates))
+        logits, drawn = list(scores), list(scores)
         for i in valid:
-            scores[i] = critic.get(i, 0.0) / max(self.temperature, 1e-6) + float(gumbel[i])
-            reasons[i] = f"{self._critic_name} {critic.get(i, 0.0):.3f} + gumbel"
-        return rank(
+            logits[i] = critic.get(i, 0.0) / max(self.temperature, 1e-6)
+            drawn[i] = logits[i] + float(gumbel[i])
+            reasons[i] = f"{self._critic_name} {critic.get(i, 0.0):.3f}; logit {logits[i]:.4g}, drawn {drawn[i]:.4g}"
+        selection = rank(
             self.name,
             task,
             candidates,
-            scores,
+            drawn,
             reasons,
             f"sampled from softmax({self._critic_name} / {self.temperature:g})",
             self.seed,
         )
+        logit_of = {c.rollout.rollout_id: logits[i] for i, c in enumerate(candidates)}
+        ranked = [r.model_copy(update={"score": logit_of[r.rollout_id]}) for r in selection.ranked]
+        return selection.model_copy(update={"ranked": ranked})
 
 
 class RandomChoice(_Base):

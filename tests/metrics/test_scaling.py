@@ -13,6 +13,8 @@ from agentbon.metrics import (
     log_comb,
     loglinear_fit,
     per_doubling_gains,
+    slope_weights,
+    tail_slopes,
     verifier_ceiling,
 )
 
@@ -60,6 +62,28 @@ def test_where_doubling_stops_paying_and_the_verifier_ceiling():
     assert doubling_stops_paying(ks, coverage) is None
     assert verifier_ceiling(ks, coverage, selected) == 4
     assert verifier_ceiling(ks, coverage, coverage) is None
+
+
+def test_one_noisy_doubling_does_not_say_stop():
+    ks = [1, 2, 4, 8, 16]
+    values = np.cumsum([0.20, 0.05, 0.005, 0.095, 0.10])  # gains 5, 0.5, 9.5, 10 points
+    assert doubling_stops_paying(ks, values) is None  # the slope from k = 2 on is about 7 points
+    assert doubling_stops_paying(ks, np.cumsum([0.2, 0.05, 0.005, 0.004, 0.1])) is None  # the last doubling pays
+    assert doubling_stops_paying(ks, np.cumsum([0.2, 0.05, 0.005, 0.004, 0.003])) == 2
+    assert doubling_stops_paying([1, 2], [0.2, 0.2]) is None  # one doubling alone never decides
+
+
+def test_tail_slopes_are_least_squares_and_linear():
+    ks = [1, 2, 4, 8]
+    values = np.array([0.1, 0.3, 0.35, 0.5])
+    slopes = tail_slopes(ks, values)
+    assert list(slopes) == [1, 2]  # from 4 on there is one doubling only
+    for start, slope in slopes.items():
+        i = ks.index(start)
+        assert slope == pytest.approx(np.polyfit(np.log2(ks[i:]), values[i:], 1)[0])
+    boot = np.stack([values, values * 2])
+    np.testing.assert_allclose(tail_slopes(ks, boot)[1], [slopes[1], 2 * slopes[1]])
+    assert slope_weights([4]).tolist() == [0.0]
 
 
 def test_log_comb():

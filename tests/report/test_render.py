@@ -17,8 +17,8 @@ from agentbon.report.html import PASS_MAP_ROWS, charts
 def summary(tmp_path_factory):
     rng = np.random.default_rng(1)
     grid, scores = {}, {"tests": {}, "critic": {}}
-    for t in range(12):
-        codes = "".join(rng.choice(list("PFFI")) for _ in range(8))
+    for t in range(12):  # no infra errors: k = 8 is measured
+        codes = "".join(rng.choice(list("PFFF")) for _ in range(8))
         grid[f"task-{t}"] = codes
         scores["tests"][f"task-{t}"] = [0.0] * 8  # uninformative: a verifier ceiling
         scores["critic"][f"task-{t}"] = [float(c == "P") + rng.random() for c in codes]

@@ -30,38 +30,47 @@ def summary(tmp_path):
     return build_summary(make_run(tmp_path, GRID, SCORES))
 
 
-def test_infra_errors_leave_n_and_ungraded_counts_as_incorrect(summary):
+def test_infra_errors_and_ungraded_rollouts_leave_n(summary):
     per_task = {t["task_id"]: t for t in summary["per_task"]}
     assert (per_task["t3"]["n"], per_task["t3"]["correct"], per_task["t3"]["infra_errors"]) == (3, 3, 1)
     assert (per_task["t4"]["n"], per_task["t4"]["infra_errors"]) == (0, 4)
-    assert (per_task["t5"]["n"], per_task["t5"]["correct"]) == (4, 1)  # U (no grade) and E count as incorrect
+    assert (per_task["t5"]["n"], per_task["t5"]["correct"]) == (3, 1)  # U (no grade) is out of n; E is a fail
     assert per_task["t3"]["cells"] == "PPPI" and per_task["t5"]["cells"] == "FUFP"
-    n, c = np.array([4, 4, 3, 0, 4]), np.array([1, 0, 3, 0, 1])
-    np.testing.assert_allclose(
-        summary["metrics"]["coverage"]["mean"], pass_at_k(n, c, [1, 2, 4]).mean(axis=0), atol=1e-6
-    )
+    # t4 has no sample: out of the curves. t3 and t5 have 3 samples: k = 4 is not measured, never clamped.
+    n, c = np.array([4, 4, 3, 3]), np.array([1, 0, 3, 1])
+    cov = summary["metrics"]["coverage"]["mean"]
+    np.testing.assert_allclose(cov[:2], pass_at_k(n, c, [1, 2]).mean(axis=0), atol=1e-6)
+    assert cov[2] is None and summary["metrics"]["measured"] == [True, True, False]
+    assert summary["metrics"]["tasks_without_sample"] == ["t4"] and summary["metrics"]["curve_tasks"] == 4
+    assert per_task["t3"]["coverage"][2] is None and per_task["t4"]["coverage"] == [None, None, None]
     assert summary["rollouts"] == {
         "total": 20,
-        "valid": 15,
+        "valid": 14,
         "infra_error": 5,
+        "grade_infra_error": 0,
+        "ungraded": 1,
         "cancelled": 0,
         "graded": 14,
         "empty_patch": 1,
+        "left_out": 6,
     }
 
 
 def test_selected_matches_the_metric_on_the_same_arrays(summary):
-    y = np.array([[c == "P" for c in GRID[t]] for t in GRID], dtype=float)
-    valid = np.array([[c != "I" for c in GRID[t]] for t in GRID])
-    critic = np.array([SCORES["critic"][t] or [0.0] * 4 for t in GRID], dtype=float)
-    want = selected_at_k(np.where(valid, critic, np.nan), y, [1, 2, 4]).mean(axis=0)
-    np.testing.assert_allclose(summary["metrics"]["selectors"]["critic"]["selected"]["mean"], want, atol=1e-6)
+    tasks = [t for t in GRID if t != "t4"]
+    y = np.array([[c == "P" for c in GRID[t]] for t in tasks], dtype=float)
+    valid = np.array([[c not in "IU" for c in GRID[t]] for t in tasks])
+    critic = np.array([SCORES["critic"][t] for t in tasks], dtype=float)
+    want = selected_at_k(np.where(valid, critic, np.nan), y, [1, 2]).mean(axis=0)
+    got = summary["metrics"]["selectors"]["critic"]["selected"]["mean"]
+    np.testing.assert_allclose(got[:2], want, atol=1e-6)
+    assert got[2] is None
     # "tests" made no selection on t4: that task is unsolved for it (t4 has no valid sample anyway).
     assert summary["metrics"]["selectors"]["tests"]["tasks_without_selection"] == 1
 
 
 def test_swebench_report_keys(summary):
-    assert summary["schema"] == "agentbon.summary" and summary["version"] == 1
+    assert summary["schema"] == "agentbon.summary" and summary["version"] == 2
     assert summary["schema_version"] == 2 and summary["primary_selector"] == "tests"
     assert summary["resolved_ids"] == ["t1", "t3", "t5"] and summary["unresolved_ids"] == ["t2"]
     assert summary["error_ids"] == ["t4"]  # every rollout an infra error: an error, not a failure
@@ -77,7 +86,7 @@ def test_oracle_is_reported_apart_and_equals_coverage(summary):
     assert summary["oracles"] == ["oracle"] and "oracle" not in summary["selectors"]
     assert "oracle" not in summary["scaling"]["selectors"] and "oracle" not in summary["cost"]["selectors"]
     oracle = summary["metrics"]["oracle"]["oracle"]["selected"]["mean"]
-    np.testing.assert_allclose(oracle, summary["metrics"]["coverage"]["mean"], atol=1e-9)
+    assert oracle == pytest.approx(summary["metrics"]["coverage"]["mean"], abs=1e-9)
 
 
 def test_unranked_valid_candidates_rank_last(tmp_path):
@@ -96,14 +105,15 @@ def test_verifier_ceiling_is_flagged(tmp_path):
     sel = s["metrics"]["selectors"]["constant"]["selected"]["mean"]
     np.testing.assert_allclose(sel, sel[0], atol=1e-9)
     assert s["scaling"]["selectors"]["constant"]["verifier_ceiling_at_k"] == 1
-    assert s["scaling"]["selectors"]["constant"]["stops_paying_at_k"] == 1
+    stop = s["scaling"]["selectors"]["constant"]["stop"]
+    assert (stop["call"], stop["from_k"], stop["slope"]) == ("stops", 1, 0.0)
     assert s["scaling"]["coverage"]["gain"][0] > 0.01
 
 
 def test_cancelled_rollouts_are_not_samples(tmp_path):
     s = build_summary(make_run(tmp_path, {"t": "PCCC"}, {"s": {"t": [1, 0, 0, 0]}}))
     assert s["per_task"][0]["n"] == 1 and s["rollouts"]["cancelled"] == 3
-    assert s["metrics"]["coverage"]["mean"] == [1.0, 1.0, 1.0]
+    assert s["metrics"]["coverage"]["mean"] == [1.0, None, None]  # one sample: k > 1 not measured
 
 
 def test_bad_report_config_names_the_field(tmp_path):

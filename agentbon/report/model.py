@@ -1,0 +1,267 @@
+"""``summary.json`` as a versioned pydantic model: written with ``model_dump_json``, read back with ``model_validate``.
+
+Accuracies are fractions in [0, 1]; ``None`` where a figure is not measured (k above some task's
+sample count) or undefined. Slopes (``points_per_doubling``, ``slope``) are in points.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SUMMARY_SCHEMA = "agentbon.summary"
+SUMMARY_VERSION = 2
+"""2: typed model; per-k values None where not measured; grade infra errors out of n; early stop; infra."""
+
+
+class Part(BaseModel):
+    """Base of the summary's parts: unknown keys are an error, so a reader and writer cannot drift apart."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Band(Part):
+    """A metric per k (aligned with ``RunReport.ks``) and its bootstrap interval over tasks."""
+
+    mean: list[float | None]
+    lo: list[float | None]
+    hi: list[float | None]
+
+
+class Point(Part):
+    mean: float | None
+    lo: float | None
+    hi: float | None
+
+
+class SelectorMetrics(Part):
+    estimator: Literal["rank", "uniform", "softmax"] = "rank"
+    """How selected@k reads the selector's scores; each is an exact expectation over k-subsets."""
+    selected: Band
+    loss: Band
+    gap_recovered: Band
+    winners: int
+    winners_resolved: int
+    winner_accuracy: float
+    tasks_without_selection: int
+
+
+class Metrics(Part):
+    confidence: float
+    bootstrap: int
+    pass_at_1: Point = Field(alias="pass@1")
+    coverage: Band
+    measured: list[bool]
+    """Per k: every task in the curves has at least k samples in its curve sample."""
+    curve_tasks: int
+    """Tasks in the curves (at least one sample)."""
+    tasks_without_sample: list[str] = Field(default_factory=list)
+    """Tasks left out of the curves: no rollout finished with a decided grade."""
+    fewest_samples: int = 0
+    """The smallest curve sample of a task in the curves (the largest measured k is at most this)."""
+    selectors: dict[str, SelectorMetrics]
+    oracle: dict[str, SelectorMetrics]
+
+
+class Fit(Part):
+    a: float | None
+    points_per_doubling: float | None
+    lo: float | None
+    hi: float | None
+    r2: float
+    ks: list[int]
+
+
+class StopCall(Part):
+    call: Literal["stops", "pays", "unclear", "too few doublings"]
+    from_k: int | None
+    """``stops``: the first k from which the slope's interval lies under the threshold; else the last slope's start."""
+    slope: float | None
+    lo: float | None
+    hi: float | None
+    threshold_points: float
+    min_doublings: int
+
+
+class Forecast(Part):
+    from_k: int
+    to_k: int
+    fitted_ks: list[int]
+    value: float | None
+    lo: float | None
+    hi: float | None
+    gain: float | None
+    gain_lo: float | None
+    gain_hi: float | None
+
+
+class Target(Part):
+    target: float
+    reached_at_k: int | None
+    """The first measured k whose value reached the target (then nothing is extrapolated)."""
+    extrapolated_k: float | None
+    """The k the fit needs, only when the data did not reach the target and the fit gets there beyond them."""
+
+
+class SeriesScaling(Part):
+    measured_ks: list[int]
+    gain: list[float | None]
+    fit: Fit | None
+    stop: StopCall
+    forecast: Forecast | None
+    targets: list[Target]
+    verifier_ceiling_at_k: int | None = None
+
+    @property
+    def stops_paying_at_k(self) -> int | None:
+        return self.stop.from_k if self.stop.call == "stops" else None
+
+
+class Scaling(Part):
+    coverage: SeriesScaling
+    selectors: dict[str, SeriesScaling]
+
+
+class RolloutCounts(Part):
+    total: int
+    valid: int
+    """Samples: finished rollouts with a decided (pass or fail) grade."""
+    infra_error: int
+    """Rollouts that ended in an infrastructure error."""
+    grade_infra_error: int
+    """Finished rollouts whose grade verification ended in an infrastructure error."""
+    ungraded: int
+    """Finished rollouts without a grade verdict."""
+    cancelled: int
+    graded: int
+    empty_patch: int
+    left_out: int
+    """Not in n: infra errors, grade infra errors, ungraded, cancelled."""
+
+
+class Infra(Part):
+    """Infrastructure failures: what is left in the store, and every failed attempt the run logged."""
+
+    rollouts: int
+    rollouts_by_kind: dict[str, int]
+    verifications: int
+    """Grade or evidence verifications whose latest verdict is an infra error."""
+    verifications_by_kind: dict[str, int]
+    attempts_failed: int
+    """``infra`` events: failed attempts, retried or not."""
+    attempts_by_kind: dict[str, int]
+    attempts_retried: int
+
+
+class EarlyStopTask(Part):
+    task_id: str
+    fixed: int
+    """Rollouts ``0..fixed-1`` ran regardless: the curve sample of this task."""
+    curve_n: int
+    rollouts_not_run: int
+    est_sandbox_s_saved: float
+
+
+class EarlyStop(Part):
+    tasks: list[EarlyStopTask]
+    rollouts_not_run: int
+    est_sandbox_s_saved: float
+
+
+class TaskRow(Part):
+    task_id: str
+    n: int
+    """Samples (finished, grade decided)."""
+    curve_n: int
+    """Samples in the curves (the fixed part of an early-stopped task)."""
+    correct: int
+    infra_errors: int
+    cells: str
+    coverage: list[float | None]
+    winners: dict[str, str | None]
+    early_stopped: bool = False
+
+
+class RunReport(Part):
+    """Every figure of a run: what ``report.md``, ``report.html`` and the terminal show, and SWE-bench's keys."""
+
+    schema_id: str = Field(default=SUMMARY_SCHEMA, alias="schema")
+    version: int = SUMMARY_VERSION
+    run_id: str
+    generated_at: str
+    model: str | None
+    n: int
+    ks: list[int]
+    tasks: int
+    primary_selector: str | None
+    selectors: list[str]
+    oracles: list[str]
+    rollouts: RolloutCounts
+    infra: Infra
+    early_stop: EarlyStop
+    # SWE-bench harness report keys (schema_version 2) for the primary selector's winners.
+    total_instances: int
+    submitted_instances: int
+    completed_instances: int
+    resolved_instances: int
+    unresolved_instances: int
+    empty_patch_instances: int
+    error_instances: int
+    completed_ids: list[str]
+    incomplete_ids: list[str]
+    empty_patch_ids: list[str]
+    submitted_ids: list[str]
+    resolved_ids: list[str]
+    unresolved_ids: list[str]
+    error_ids: list[str]
+    schema_version: int
+    rollout_report: dict[str, Any]
+    """The same keys over rollout ids."""
+    metrics: Metrics
+    scaling: Scaling
+    cost: dict[str, Any]
+    serving: dict[str, Any] | None
+    theory: dict[str, Any]
+    references: dict[str, Any]
+    per_task: list[TaskRow]
+
+    def to_json(self, indent: int | None = 1) -> str:
+        """``summary.json``'s text (keys by alias: ``schema``, ``pass@1``)."""
+        return self.model_dump_json(by_alias=True, indent=indent) + "\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict with the file's keys."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def as_report(summary: RunReport | dict[str, Any]) -> RunReport:
+    """A RunReport from itself or from ``summary.json``'s dict (validated)."""
+    return summary if isinstance(summary, RunReport) else RunReport.model_validate(summary)
+
+
+def as_dict(summary: RunReport | dict[str, Any]) -> dict[str, Any]:
+    """``summary.json``'s dict from a RunReport (a dict passes through)."""
+    return summary.to_dict() if isinstance(summary, RunReport) else summary
+
+
+def read_summary(path: Path) -> RunReport:
+    """Read a ``summary.json`` back; a file of another schema version says so."""
+    from agentbon.errors import ConfigError
+
+    text = Path(path).read_text()
+    head = RunReportHead.model_validate_json(text)
+    if head.schema_id != SUMMARY_SCHEMA or head.version != SUMMARY_VERSION:
+        raise ConfigError(
+            f"{path}: summary {head.schema_id} version {head.version}, this agentbon reads version {SUMMARY_VERSION}; "
+            "re-render it with `agentbon report RUN_DIR`"
+        )
+    return RunReport.model_validate_json(text)
+
+
+class RunReportHead(BaseModel):
+    """The two keys that say which schema a summary follows."""
+
+    schema_id: str = Field(default="", alias="schema")
+    version: int = 0
