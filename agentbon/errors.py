@@ -52,6 +52,10 @@ class ServerFailure(InfraError, ConnectionError):
     """The model server is down or its engine is dead (connection refused, HTTP 500 from a dead engine)."""
 
 
+class EndpointMisconfigured(InfraError):
+    """The endpoint refuses every request for a reason no retry fixes (unknown model name, authentication)."""
+
+
 class ModelTimeout(InfraError, TimeoutError):
     """The model server is alive (it answers a probe) but did not answer a request in time: it is overloaded, not
     dead. The rollout is retried like any infrastructure failure; the server is kept (a restart would throw away

@@ -1,7 +1,8 @@
 """Run progress: a state fed by the driver's events, shown as a rich Live panel or as plain log lines.
 
 The driver calls the display with ``(kind, **data)`` events (``plan``, ``started``, ``rollout``,
-``verdict``, ``infra``, ``early_stop``, ``tokens``, ``selected``, ``tick``, ``interrupted``); the state
+``verdict``, ``infra``, ``early_stop``, ``tokens``, ``selected``, ``tick``, ``interrupted``, ``aborted``), all
+sent by the run's one ``Recorder`` (``agentbon.orchestrate.events``); the state
 keeps the counts and the display only renders them (style.md §14).
 """
 
@@ -67,7 +68,7 @@ class ProgressState:
             self.saved_s += data["est_sandbox_s_saved"]
         elif kind == "tokens":
             self.tokens += data["n"]
-        elif kind == "interrupted":
+        elif kind in ("interrupted", "aborted"):
             self.interrupted = True
 
     @property
@@ -165,6 +166,8 @@ class PlainDisplay:
             self._say(f"warning: {data['message']}")
         elif kind == "interrupted":
             self._say(f"interrupted: {data['pending']} units cancelled, sandboxes removed; run again to resume")
+        elif kind == "aborted":
+            self._say(f"stopped: {data['reason']}; {data['pending']} units cancelled; run again to resume")
         if time.time() - self._last >= self.every_s:
             self._last = time.time()
             self._say(f"{s.rollouts_done}/{s.planned} rollouts, ETA {_clock(s.eta_s)} · {s.status_line()}")

@@ -44,11 +44,11 @@ class RunStore:
         self.run_id = self.path.name
 
     # ---------------------------------------------------------------- writing
-    def create(self, config: dict[str, Any], tasks: list[Task]) -> None:
-        """Write the config and the task snapshot (kept on resume; tasks are appended when new)."""
+    def create(self, config: dict[str, Any], tasks: list[Task], replace: set[str] | None = None) -> None:
+        """Write the config and the task snapshot (kept on resume; new tasks, and those in ``replace``, appended)."""
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-        known = {t.task_id for t in self.tasks()}
+        known = {t.task_id for t in self.tasks()} - (replace or set())
         with open(self.path / "tasks.jsonl", "a") as f:
             for task in tasks:
                 if task.task_id not in known:
@@ -159,10 +159,16 @@ class RunStore:
         return counts
 
     def tasks(self) -> list[Task]:
+        """The run's tasks; a task redefined on a resume (``accept_task_changes``) reads as its latest definition."""
         p = self.path / "tasks.jsonl"
         if not p.exists():
             return []
-        return [Task.model_validate_json(line) for line in p.read_text().splitlines() if line.strip()]
+        latest: dict[str, Task] = {}
+        for line in p.read_text().splitlines():
+            if line.strip():
+                task = Task.model_validate_json(line)
+                latest[task.task_id] = task
+        return list(latest.values())
 
     def rollouts(self) -> dict[str, Rollout]:
         """The latest record of each rollout by id (a retried rollout keeps its last attempt)."""

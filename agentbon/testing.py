@@ -171,7 +171,9 @@ class FakeAgent:
     ``sleep:<s>`` runs ``sleep`` in the sandbox; ``hang`` loops in Python forever (no sandbox command);
     ``block`` sleeps an hour inside one C call (only killing the process stops it); ``crash`` kills the
     worker process (a Ray worker dying), ``crash-once`` only on the first attempt; ``server-down`` raises
-    ``ServerFailure``; ``raise`` fails like a broken agent would.
+    ``ServerFailure``; ``raise`` fails like a broken agent would; ``docker-api-error`` raises the Docker SDK's
+    ``APIError`` (a daemon 500); ``model-404`` raises ``EndpointMisconfigured``; ``too-long`` raises
+    ``ContextLengthExceeded``; ``disk-full`` raises ``OSError(ENOSPC)`` on the worker's side.
     """
 
     def __init__(self, config: Any = None):
@@ -180,7 +182,9 @@ class FakeAgent:
     def run(self, task: Any, sandbox: Any, model: Any, spec: Any) -> Any:
         from agentbon.protocols import AgentResult
 
-        messages = [{"role": "user", "content": f"{task.problem_statement}\nrollout {spec.rollout_id} seed {spec.seed}"}]
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": f"{task.problem_statement}\nrollout {spec.rollout_id} seed {spec.seed}"}
+        ]
         reply = model.chat(messages, seed=spec.seed)
         messages.append({"role": "assistant", "content": reply.content, "extra": {"usage": reply.usage.model_dump()}})
         sandbox.write_file("answer.txt", reply.content + "\n")
@@ -200,7 +204,38 @@ class FakeAgent:
                 raise ServerFailure("fake model server is down")
             elif word == "raise":
                 raise ValueError("the agent broke")
+            elif word in _FAULTS:
+                raise _FAULTS[word]()
         return AgentResult(messages=messages, status="submitted", exit_status="Submitted", steps=1, usage=reply.usage)
+
+
+def _docker_500() -> BaseException:
+    import docker.errors
+
+    return docker.errors.APIError("500 Server Error: Internal Server Error (fake daemon failure)")
+
+
+def _model_404() -> BaseException:
+    from agentbon.errors import EndpointMisconfigured
+
+    return EndpointMisconfigured("the endpoint does not serve model 'nope' (HTTP 404)")
+
+
+def _too_long() -> BaseException:
+    from agentbon.errors import ContextLengthExceeded
+
+    return ContextLengthExceeded("prompt longer than the context window")
+
+
+def _disk_full() -> BaseException:
+    import errno
+
+    return OSError(errno.ENOSPC, "No space left on device")
+
+
+_FAULTS: dict[str, Callable[[], BaseException]] = {
+    "docker-api-error": _docker_500, "model-404": _model_404, "too-long": _too_long, "disk-full": _disk_full,
+}
 
 
 class FakeBackend:
@@ -271,18 +306,24 @@ class _LabelledSandbox(FakeSandbox):
 
 
 class FakeVerifier:
-    """Passes a patch iff it adds a line containing ``FIX``; with ``log`` set, appends a line per verification."""
+    """Passes a patch iff it adds a line containing ``FIX``; with ``log`` set, appends a line per verification.
+
+    A patch adding ``VERIFY-DOWN`` cannot be verified: the verifier raises ``EngineUnavailable`` every time.
+    """
 
     def __init__(self, config: Any = None, log: str | Path | None = None, delay_s: float = 0.0):
         self.config, self.log, self.delay_s = config, log, delay_s
 
-    def verify(self, task: Any, rollout: Any, role: str) -> Any:
+    def verify(self, task: Any, rollout: Any, role: Any) -> Any:
+        from agentbon.errors import EngineUnavailable
         from agentbon.types import Verdict, patch_hash
 
         time.sleep(self.delay_s)
         if self.log:
             with open(self.log, "a") as f:
                 f.write(f"{rollout.rollout_id} {role}\n")
+        if "VERIFY-DOWN" in rollout.patch:
+            raise EngineUnavailable("fake engine down during verification")
         added = [line for line in rollout.patch.splitlines() if line.startswith("+") and not line.startswith("+++")]
         ok = any("FIX" in line for line in added)
         return Verdict(

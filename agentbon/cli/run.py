@@ -1,4 +1,9 @@
-"""`agentbon run SUITE -n N`: N rollouts per task on Ray, verified, selected, reported; resumable."""
+"""`agentbon run SUITE -n N`: N rollouts per task on Ray, verified, selected, reported; resumable.
+
+Exit codes (docs/failure-taxonomy.md): 0 every rollout and verification finished; 2 bad input or a failed
+preflight check (nothing recorded); 3 the run ended with infrastructure errors left (resume to finish them);
+130 interrupted (resume to finish).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 _RUN, _MODEL, _CLUSTER, _CONFIG, _OUT = "Run", "Model", "Cluster", "Config", "Output"
+EXIT_OK, EXIT_INPUT, EXIT_INFRA_LEFT, EXIT_INTERRUPTED = 0, 2, 3, 130
 
 
 def make_factories() -> Any:
@@ -43,6 +49,9 @@ def run(
     run_id: Annotated[
         str | None, typer.Option(help="Run id (default: suite, model and a hash of the settings).", rich_help_panel=_OUT)
     ] = None,
+    accept_task_changes: Annotated[
+        bool, typer.Option("--accept-task-changes", help="Resume although some tasks were redefined since the run started.", rich_help_panel=_RUN)
+    ] = False,
 ) -> None:
     """Run N rollouts per task, verify, select and report; the same command on the same run resumes it."""
     from rich.console import Console
@@ -60,16 +69,17 @@ def run(
         config = load_config(
             config_files, overrides, n=n, ray_address=ray_address, concurrency=concurrency,
             run_dir=str(run_dir) if run_dir else None, run_id=run_id, model=model_direct or None,
+            accept_task_changes=accept_task_changes or None,
         )
     except ConfigError as e:
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from e
+        raise typer.Exit(EXIT_INPUT) from e
     tasks, errors = load_suite(suite)
     for error in errors:
         typer.echo(f"task error: {error}", err=True)
     if not tasks:
         typer.echo(f"error: {suite}: no valid tasks", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_INPUT)
     run_id = config.run_id or default_run_id(str(suite), config)
     config = config.model_copy(update={"run_id": run_id})
     console.print(f"run {run_id}: {len(tasks)} tasks x {config.n} -> {Path(config.run_dir) / run_id}")
@@ -80,10 +90,10 @@ def run(
             result = run_batch(tasks, config, suite=str(suite), factories=make_factories(), emit=display)
     except ConfigError as e:
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from e
+        raise typer.Exit(EXIT_INPUT) from e
     except KeyboardInterrupt:  # before or after the driver loop (which handles its own): nothing half-recorded
         typer.echo("interrupted; run the same command to resume", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     _finish(console, result)
 
 
@@ -101,7 +111,7 @@ def _finish(console: Any, result: Any) -> None:
         )
     if result.interrupted:
         console.print("[yellow]interrupted[/]: sandboxes removed, store consistent; run the same command to resume")
-        raise typer.Exit(130)
+        raise typer.Exit(EXIT_INTERRUPTED)
     if result.report is not None:
         from agentbon.report.terminal import print_summary
 
@@ -109,6 +119,16 @@ def _finish(console: Any, result: Any) -> None:
         console.print(f"reports: {result.path / 'report.md'}, {result.path / 'report.html'}")
     elif result.report_error:
         console.print(f"[red]report failed[/]: {result.report_error}; rerun `agentbon report {result.path}`")
+    left = result.infra_left
+    if result.aborted:
+        console.print(f"[red]run stopped[/]: {result.aborted}. Fix the cause, then run the same command to resume")
+        raise typer.Exit(EXIT_INFRA_LEFT)
+    if left.total:
+        console.print(
+            f"[red]infrastructure errors left[/]: {left.describe()}; not counted in any figure. "
+            "Run the same command to retry them (exit code 3)"
+        )
+        raise typer.Exit(EXIT_INFRA_LEFT)
 
 
 def register(app: typer.Typer) -> None:

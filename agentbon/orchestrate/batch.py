@@ -13,10 +13,13 @@ from typing import Any
 from agentbon.config import RunConfig
 from agentbon.errors import ConfigError
 from agentbon.orchestrate.cluster import connect, reap_everywhere, settle
-from agentbon.orchestrate.driver import Driver, Emit
+from agentbon.orchestrate.driver import Driver
 from agentbon.orchestrate.early_stop import Saved, add
+from agentbon.orchestrate.events import Display, EarlyStop, End, ModelStats, PlanMade, Recorder, Start, Warning
 from agentbon.orchestrate.factories import Factories
-from agentbon.orchestrate.plan import plan_run
+from agentbon.orchestrate.plan import ROLES, plan_run
+from agentbon.orchestrate.selection import SelectionStage
+from agentbon.preflight import require_preflight
 from agentbon.store import RunStore
 from agentbon.types import Task
 
@@ -73,6 +76,66 @@ def endpoint_warning(config: RunConfig) -> str | None:
     return None
 
 
+TASK_FIELDS = (
+    "kind", "problem_statement", "repo.base_commit", "environment", "evidence", "grade", "evidence_is_grade", "hints",
+)
+"""Fields that define what a task asks and how it is graded: a resumed run must see them unchanged. Not compared:
+where the repository is read from (``repo.url``: a suite may move), the source file, the gold patch, labels."""
+
+
+def task_changes(stored: list[Task], now: list[Task]) -> dict[str, list[str]]:
+    """The fields of each task (by id) whose definition differs from the one stored with the run."""
+    before = {t.task_id: t.model_dump(mode="json") for t in stored}
+    changed: dict[str, list[str]] = {}
+    for task in now:
+        old = before.get(task.task_id)
+        if old is None:
+            continue  # a new task: added to the run
+        new = task.model_dump(mode="json")
+        fields = [f for f in TASK_FIELDS if _pick(old, f) != _pick(new, f)]
+        if fields:
+            changed[task.task_id] = fields
+    return changed
+
+
+def check_tasks_unchanged(store: RunStore, tasks: list[Task], config: RunConfig) -> dict[str, list[str]]:
+    """Refuse to resume a run whose tasks were redefined (``accept_task_changes`` lets it through); return changes."""
+    changed = task_changes(store.tasks(), tasks)
+    if changed and not config.accept_task_changes:
+        listed = "; ".join(f"{tid}: {', '.join(fields)}" for tid, fields in sorted(changed.items())[:10])
+        more = f" (and {len(changed) - 10} more)" if len(changed) > 10 else ""
+        raise ConfigError(
+            f"{store.path}: {len(changed)} task(s) differ from the definitions this run was started with ({listed}{more}); "
+            "their stored rollouts would be mixed with rollouts of the new definitions. Use another --run-id, or "
+            "pass --accept-task-changes to resume anyway"
+        )
+    return changed
+
+
+@dataclass
+class InfraLeft:
+    """What a run leaves undone for infrastructure reasons: run again (resume) to finish it."""
+
+    rollouts: dict[str, int] = field(default_factory=dict)
+    """Rollouts whose final record is ``infra_error``, by error kind."""
+    verdicts: dict[str, int] = field(default_factory=dict)
+    """Verifications (rollout and role) whose final verdict is ``infra_error``, by error kind."""
+
+    @property
+    def total(self) -> int:
+        return sum(self.rollouts.values()) + sum(self.verdicts.values())
+
+    def describe(self) -> str:
+        """``3 rollouts (SandboxGone 2, ServerFailure 1), 1 verification (EngineUnavailable 1)``."""
+        parts = []
+        for what, counts in (("rollout", self.rollouts), ("verification", self.verdicts)):
+            if counts:
+                n = sum(counts.values())
+                kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+                parts.append(f"{n} {what}{'s' if n != 1 else ''} ({kinds})")
+        return ", ".join(parts)
+
+
 @dataclass
 class RunResult:
     """What one invocation did."""
@@ -85,30 +148,58 @@ class RunResult:
     """Rollouts finished by an earlier invocation (resume)."""
     saved: Saved = field(default_factory=Saved)
     interrupted: bool = False
+    aborted: str | None = None
+    """Why the driver stopped the run itself (infra errors in a row), or None."""
     wall_s: float = 0.0
     report: dict | None = None
     """The run's summary (``summary.json``), when the report was written."""
     report_error: str | None = None
+    infra_left: InfraLeft = field(default_factory=lambda: InfraLeft())
+    """Rollouts and verifications whose last attempt failed on infrastructure (the run stays resumable)."""
+
+
+def infra_left(store: RunStore, tasks: list[Task]) -> InfraLeft:
+    """Count what the store leaves at ``infra_error`` for these tasks (last record of each rollout and verdict)."""
+    ids = {t.task_id for t in tasks}
+    out = InfraLeft()
+    rollouts = {rid: r for rid, r in store.rollouts().items() if r.task_id in ids}
+    for r in rollouts.values():
+        if r.status == "infra_error":
+            out.rollouts[r.exit_status or "?"] = out.rollouts.get(r.exit_status or "?", 0) + 1
+    for role in ROLES:
+        for rid, v in store.verdicts(role).items():
+            if v.status == "infra_error" and rid in rollouts and rollouts[rid].status != "infra_error":
+                kind = v.reason.partition(":")[0] or "?"
+                out.verdicts[kind] = out.verdicts.get(kind, 0) + 1
+    return out
 
 
 def run_batch(
     tasks: list[Task], config: RunConfig, *, suite: str = "suite", factories: Factories | None = None,
-    emit: Emit | None = None,
+    emit: Display | None = None,
 ) -> RunResult:
     """Run (or resume) N rollouts of every task, verify and select; record everything in the run store."""
     factories = factories or Factories()
-    emit = emit or (lambda *a, **k: None)
     run_id = config.run_id or default_run_id(suite, config)
     config = config.model_copy(update={"run_id": run_id})
     from agentbon.models import resolve_model
 
     config = config.model_copy(update={"model": resolve_model(config.model)})  # the store names what ran
+    # Everything that can fail before the first rollout fails now, before the run directory exists.
+    warnings = require_preflight(config, tasks, factories)
     store = RunStore(Path(config.run_dir) / run_id)
+    SelectionStage(config, factories.selector, store).preflight()
+    record = Recorder(store, emit)
     result = RunResult(run_id=run_id, path=store.path)
     t0 = time.time()
     with store.lock():
         check_resumable(store, config)
-        store.create(config.model_dump(mode="json"), tasks)
+        changed = check_tasks_unchanged(store, tasks, config)
+        store.create(config.model_dump(mode="json"), tasks, replace=set(changed))
+        for problem in warnings:
+            record(Warning(message=f"preflight: {problem}"))
+        if changed:
+            record(Warning(message=f"resumed with {len(changed)} redefined task(s): {', '.join(sorted(changed))}"))
         cluster = connect(config)
         try:
             # Sandboxes of an earlier driver of this run that died without cleaning up (kill -9).
@@ -118,16 +209,16 @@ def run_batch(
                 config = config.model_copy(update={"model": service.start()})
                 warning = endpoint_warning(config)
                 if warning:
-                    store.append("warning", message=warning)
-                    emit("warning", message=warning)
-                _drive(tasks, config, store, factories, cluster, emit, result, service)
+                    record(Warning(message=warning))
+                _drive(tasks, config, record, factories, cluster, result, service)
             finally:
-                _record_model_stats(service, store)
+                _record_model_stats(service, record)
                 service.stop()
         finally:
             cluster.shutdown()
         result.wall_s = time.time() - t0
-        store.append("end", interrupted=result.interrupted, wall_s=round(result.wall_s, 2))
+        result.infra_left = infra_left(store, tasks)
+        record(End(interrupted=result.interrupted, wall_s=round(result.wall_s, 2), aborted=result.aborted))
     if not result.interrupted:
         try:
             result.report = factories.report(store)
@@ -136,35 +227,37 @@ def run_batch(
     return result
 
 
-def _record_model_stats(service: Any, store: RunStore) -> None:
+def _record_model_stats(service: Any, record: Recorder) -> None:
     """Record the serving side's figures (start time, prefix-cache hit rate) as a ``model_stats`` event."""
     try:
         stats = service.stats() if hasattr(service, "stats") else {}
     except Exception as e:  # figures only: never fail a recorded run over them
         stats = {"error": f"{type(e).__name__}: {e}"}
     if stats:
-        store.append("model_stats", **stats)
+        record(ModelStats(**stats))
 
 
 def _drive(
-    tasks: list[Task], config: RunConfig, store: RunStore, factories: Factories, cluster: Any, emit: Emit,
+    tasks: list[Task], config: RunConfig, record: Recorder, factories: Factories, cluster: Any,
     result: RunResult, service: Any,
 ) -> None:
+    store = record.store
     plan = plan_run(tasks, config, store, store.run_id)
     result.planned, result.already_done = len(plan.specs), len(plan.finished)
-    store.append("start", n=config.n, tasks=len(tasks), planned=result.planned, finished=len(plan.finished))
+    record(Start(n=config.n, tasks=len(tasks), planned=result.planned, finished=len(plan.finished)))
     for task_id, skipped in plan.skipped.items():
-        add(result.saved, {"task_id": task_id, "skipped": skipped, "cancelled": [], "est_sandbox_s_saved": 0.0})
-    emit(
-        "plan", tasks=len(tasks), n=config.n, planned=result.planned, finished=len(plan.finished),
-        verify=len(plan.verify), skipped=sum(len(s) for s in plan.skipped.values()),
+        add(result.saved, EarlyStop(task_id=task_id, skipped=skipped))
+    record(
+        PlanMade(
+            tasks=len(tasks), n=config.n, planned=result.planned, finished=len(plan.finished),
+            verify=len(plan.verify), skipped=sum(len(s) for s in plan.skipped.values()),
+        )
     )
-    driver = Driver(tasks, config, store, factories, cluster, emit, restart_server=service.restart)
-    driver.selection.preflight()
+    driver = Driver(tasks, config, record, factories, cluster, restart_server=service.restart)
     driver.load(plan)
     driver.run()
-    settle(driver.background)
-    result.interrupted = driver.interrupted
+    settle(driver.state.background)
+    result.interrupted, result.aborted = driver.interrupted, driver.aborted
     for name in ("tasks", "skipped", "cancelled"):
         getattr(result.saved, name).extend(getattr(driver.saved, name))
     result.saved.sandbox_s += driver.saved.sandbox_s

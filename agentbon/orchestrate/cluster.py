@@ -129,14 +129,19 @@ def lower_priority(pids: list[int], niceness: int) -> int:
     return changed
 
 
+def _sigterm_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def sigterm_as_ctrl_c() -> None:
     """Make SIGTERM (what batch schedulers, ``timeout`` and ``kill`` send) stop a run the way Ctrl-C does:
     cleanly, sandboxes removed, the store resumable. Call from the main thread before ``run_batch``."""
+    signal.signal(signal.SIGTERM, _sigterm_interrupt)
 
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, interrupt)
+def is_ctrl_c_handler(handler: Any) -> bool:
+    """True when ``handler`` is the one ``sigterm_as_ctrl_c`` installs (the driver then treats SIGTERM as Ctrl-C)."""
+    return handler is _sigterm_interrupt
 
 
 @contextmanager

@@ -3,33 +3,41 @@
 Work flows through three stages (prepare a task's environment → rollouts → verification), each unit a
 Ray task. Rollouts hold a sandbox slot (custom resource); at most ``max_pending`` are submitted and
 unfinished; verification has its own slots and ``verify.concurrency``. Results are taken with
-``ray.wait`` as they complete; the tracker tells when a unit really started, which is where its hard
-deadline counts from. Ctrl-C cancels everything, reaps the run's sandboxes on every node and returns
-with the store consistent (everything recorded is complete; the rest runs again on resume).
+``ray.wait`` as they complete and handed to the stage of their unit's kind (``RolloutStage``,
+``VerifyStage``); the ``Supervisor`` learns when units really started (their hard deadline counts from
+there) and stops everything on Ctrl-C. Every event goes through one ``Recorder`` (store, then display).
+
+Ctrl-C (and SIGTERM where the caller made it Ctrl-C) sets a flag the loop checks on every pass, so the
+interrupt never lands inside Ray's or the store's code: the loop cancels everything, reaps the run's
+sandboxes on every node and returns with the store consistent (everything recorded is complete; the rest
+runs again on resume). A second Ctrl-C raises ``KeyboardInterrupt`` at once.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable
+import contextlib
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ray
 
 from agentbon.config import RunConfig
 from agentbon.orchestrate import workers
-from agentbon.orchestrate.cluster import Cluster
+from agentbon.orchestrate.cluster import Cluster, is_ctrl_c_handler
 from agentbon.orchestrate.early_stop import Saved
+from agentbon.orchestrate.events import Recorder
 from agentbon.orchestrate.factories import Factories
-from agentbon.orchestrate.faults import RetryBudget
-from agentbon.orchestrate.outcomes import Outcomes
+from agentbon.orchestrate.faults import Failure, RetryBudget, classify, deadline_failure
+from agentbon.orchestrate.outcomes import RolloutStage
 from agentbon.orchestrate.plan import ROLES, Plan, roles_missing
 from agentbon.orchestrate.selection import SelectionStage
-from agentbon.orchestrate.state import TaskBook, Unit, VerdictCache
-from agentbon.orchestrate.supervise import Supervision
+from agentbon.orchestrate.state import RunState, TaskBook, Unit, UnitKind, VerdictCache
+from agentbon.orchestrate.supervise import Supervisor
 from agentbon.orchestrate.tracker import start_tracker
-from agentbon.orchestrate.verification import Verification
-from agentbon.store import RunStore
+from agentbon.orchestrate.verification import VerifyStage
 from agentbon.types import Role, Rollout, Task
 
 TICK_S = 0.5
@@ -37,32 +45,38 @@ TICK_S = 0.5
 PREPARE_AHEAD = 2
 """Task environments prepared at once ahead of their rollouts."""
 
-Emit = Callable[..., None]
+Handler = Callable[[Unit, Any, Failure | None], None]
 
 
-class Driver(Outcomes, Verification, Supervision):
-    """Runs a plan to completion (or until interrupted) and records everything in the store."""
+class Driver:
+    """Runs a plan to completion (or until interrupted) and records everything through the recorder."""
 
     def __init__(
-        self, tasks: list[Task], config: RunConfig, store: RunStore, factories: Factories, cluster: Cluster,
-        emit: Emit, restart_server: Callable[[], None] | None = None,
+        self, tasks: list[Task], config: RunConfig, record: Recorder, factories: Factories, cluster: Cluster,
+        restart_server: Callable[[], None] | None = None,
     ):
-        self.config, self.store, self.factories, self.cluster, self.emit = config, store, factories, cluster, emit
-        self.run_id = store.run_id
-        self.restart_server = restart_server
-        self.books = {t.task_id: TaskBook(t) for t in tasks}
-        self.inflight: dict[Any, Unit] = {}
-        self.verify_queue: deque[tuple[Rollout, list[Role], int]] = deque()
-        self.cache = VerdictCache(enabled=config.verify.dedupe)
-        self.verdicts = {role: store.verdicts(role) for role in ROLES}
-        self.sandbox_s: list[float] = []
-        self.retry = RetryBudget(config.infra_retries)
+        store = record.store
+        self.state = RunState(
+            config=config, store=store, record=record, factories=factories,
+            books={t.task_id: TaskBook(t, fixed=config.early_stop_fixed) for t in tasks},
+            verdicts={role: store.verdicts(role) for role in ROLES},
+            cache=VerdictCache(enabled=config.verify.dedupe),
+            retry=RetryBudget(config.infra_retries, config.infra_backoff_s),
+        )
+        self.cluster = cluster
         self.saved = Saved()
-        self.selection = SelectionStage(config, factories.selector, store)
         self.interrupted = False
-        self.background: list[Any] = []
-        """Fire-and-forget units (reapers) awaited at the end."""
+        self.aborted: str | None = None
+        """Why the driver stopped the run itself (infra errors in a row), or None."""
+        self._stop_requested = False
         self.tracker = start_tracker()
+        self.verify = VerifyStage(self.state, self._launch_verify, self.saved)
+        self.rollouts = RolloutStage(self.state, self.verify.enqueue, restart_server)
+        self.supervisor = Supervisor(self.state, self.tracker)
+        self.selection = SelectionStage(config, factories.selector, store)
+        self.handlers: dict[UnitKind, Handler] = {
+            "prepare": self.rollouts.on_prepare, "rollout": self.rollouts.on_rollout, "verify": self.verify.on_verify,
+        }
         self._config_ref, self._factories_ref = ray.put(config), ray.put(factories)
         self._task_refs = {t.task_id: ray.put(t) for t in tasks}
         self._remote_rollout = ray.remote(workers.run_rollout).options(**cluster.rollout_options())
@@ -72,79 +86,138 @@ class Driver(Outcomes, Verification, Supervision):
     # ------------------------------------------------------------------ setup
     def load(self, plan: Plan) -> None:
         """Take the plan: queue its rollouts, re-queue missing verdicts, mark tasks whose selections are stale."""
+        state = self.state
         for spec in plan.specs:
-            self.books[spec.task_id].queued.append(spec)
+            state.books[spec.task_id].queued.append(spec)
         for rollout in plan.finished.values():
-            book = self.books[rollout.task_id]
+            book = state.books[rollout.task_id]
             book.finished[rollout.rollout_id] = rollout
-            self.sandbox_s.append(rollout.timings.sandbox_s)
+            state.sandbox_s.append(rollout.timings.sandbox_s)
             for role in ROLES:
-                if rollout.rollout_id in self.verdicts[role]:
-                    self.cache.learn(rollout, self.verdicts[role][rollout.rollout_id])
+                if rollout.rollout_id in state.verdicts[role]:
+                    state.cache.learn(rollout, state.verdicts[role][rollout.rollout_id])
         for rollout in plan.verify:
-            self.enqueue_verify(rollout, roles_missing(rollout, self.verdicts), attempt=1)
-        selected = {(s.task_id, s.selector) for s in self.store.selections()}
-        for book in self.books.values():
-            book.stopped = book.task.task_id in plan.skipped
-            wanted = {(book.task.task_id, name) for name in self.config.select.selectors}
+            self.verify.enqueue(rollout, roles_missing(rollout, state.verdicts))
+        selected = {(s.task_id, s.selector) for s in state.store.selections()}
+        for book in state.books.values():
+            book.stopped = book.task.task_id in plan.skipped or book.task.task_id in plan.stopped
+            wanted = {(book.task.task_id, name) for name in state.config.select.selectors}
             book.changed = bool(book.finished) and not wanted <= selected
 
     # ------------------------------------------------------------------- loop
     def run(self) -> None:
         """Drive every unit to completion, in completion order; returns early (interrupted) on Ctrl-C."""
         try:
-            while self._busy():
-                self._submit()
-                refs = list(self.inflight)
-                if refs:
-                    ready, rest = ray.wait(refs, num_returns=1, timeout=TICK_S)
-                    if ready and rest:
-                        ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
-                    for ref in ready:
-                        self.handle(ref, self.inflight.pop(ref))
-                self._poll()
-                self.select_ready()
-                self.emit("tick")
+            with self._ctrl_c_as_flag():
+                while self._busy() and not self._stop_requested:
+                    self._submit()
+                    self._take_results()
+                    if self._stop_requested:
+                        break
+                    self.supervisor.poll()
+                    self._select_ready()
+                    self.state.record.display("tick")
+                    if self._too_many_infra_errors():
+                        break
         except KeyboardInterrupt:
-            self._interrupt()
+            self._stop_requested = True
+        if self._stop_requested:
+            self.interrupted = True
+            self.supervisor.interrupt()
+        elif self.aborted:
+            self.supervisor.interrupt(reason=self.aborted)
+
+    def _too_many_infra_errors(self) -> bool:
+        """True (and ``aborted`` set) once ``infra_abort_after`` units in a row ended in infra errors."""
+        limit = self.state.config.infra_abort_after
+        if limit and self.state.infra_streak >= limit:
+            self.aborted = (
+                f"{self.state.infra_streak} units in a row failed on infrastructure with their retries spent "
+                f"(run.infra_abort_after={limit}); the run stopped so that the rest of the batch is not burnt"
+            )
+        return self.aborted is not None
+
+    def _take_results(self) -> None:
+        refs = list(self.state.inflight)
+        if not refs:
+            return
+        ready, rest = ray.wait(refs, num_returns=1, timeout=TICK_S)
+        if ready and rest:
+            ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+        for ref in ready:
+            if self._stop_requested:
+                return  # the rest are cancelled and run again on resume
+            unit = self.state.inflight.pop(ref)
+            try:
+                value, failure = ray.get(ref), None
+            except Exception as e:  # Ray failures surface here: worker or node died, cancelled
+                value, failure = None, classify(e)
+                if unit.cancel == "deadline":
+                    failure = deadline_failure(unit.budget_s)
+            self.handlers[unit.kind](unit, value, failure)
+
+    @contextlib.contextmanager
+    def _ctrl_c_as_flag(self) -> Iterator[None]:
+        """While the loop runs, SIGINT (and a SIGTERM the caller made Ctrl-C) sets a flag the loop checks."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def request_stop(signum: int, frame: Any) -> None:
+            if self._stop_requested:
+                raise KeyboardInterrupt  # a second Ctrl-C: now
+            self._stop_requested = True
+
+        signums = [signal.SIGINT]
+        if is_ctrl_c_handler(signal.getsignal(signal.SIGTERM)):
+            signums.append(signal.SIGTERM)
+        before = {s: signal.getsignal(s) for s in signums}
+        for s in signums:
+            signal.signal(s, request_stop)
+        try:
+            yield
+        finally:
+            for s, handler in before.items():
+                signal.signal(s, handler)
 
     def _busy(self) -> bool:
-        return bool(self.inflight) or bool(self.verify_queue) or any(b.open or b.changed for b in self.books.values())
-
-    def _count(self, kind: str) -> int:
-        return sum(1 for u in self.inflight.values() if u.kind == kind)
+        state = self.state
+        return bool(state.inflight or state.verify_queue or state.verify_delayed) or any(
+            b.open or b.changed for b in state.books.values()
+        )
 
     def _submit(self) -> None:
-        rollouts, preparing = self._count("rollout"), self._count("prepare")
-        for book in self.books.values():
+        state = self.state
+        now = time.time()
+        state.release(now)
+        rollouts, preparing = state.count("rollout"), state.count("prepare")
+        for book in state.books.values():
             if not book.queued:
                 continue
             if not book.prepared:
-                if not book.preparing and preparing < PREPARE_AHEAD:
+                if not book.preparing and preparing < PREPARE_AHEAD and book.prepare_not_before <= now:
                     book.preparing, preparing = True, preparing + 1
                     prep = self._remote_prepare.remote(self._task_refs[book.task.task_id], self._config_ref, self._factories_ref)
-                    self.inflight[prep] = Unit("prepare", book.task.task_id)
+                    state.inflight[prep] = Unit("prepare", book.task.task_id)
                 continue
-            while book.queued and rollouts < self.config.max_pending:
+            while book.queued and rollouts < state.config.max_pending:
                 spec = book.queued.popleft()
                 ref = self._remote_rollout.remote(
                     self._task_refs[spec.task_id], spec, self._config_ref, self._factories_ref, self.tracker
                 )
-                self.inflight[ref] = Unit("rollout", spec.task_id, spec.attempt, spec=spec, budget_s=self.config.deadline_s)
+                state.inflight[ref] = Unit("rollout", spec.task_id, spec.attempt, spec=spec, budget_s=state.config.deadline_s)
                 book.running += 1
                 rollouts += 1
-        verifying = self._count("verify")
-        while self.verify_queue and verifying < max(self.config.verify.concurrency, 1):
-            verifying += self.submit_verify(*self.verify_queue.popleft())
+        self.verify.submit_ready()
 
-    def launch_verify(self, rollout: Rollout, roles: list[Role], attempt: int, budget: float) -> None:
+    def _launch_verify(self, rollout: Rollout, roles: list[Role], attempt: int, budget: float) -> None:
         """Submit one verification unit with its share of the rollout's deadline."""
         args = (self._config_ref, self._factories_ref, self.tracker, attempt, budget)
         ref = self._remote_verify.remote(self._task_refs[rollout.task_id], rollout, roles, *args)
-        self.inflight[ref] = Unit("verify", rollout.task_id, attempt, rollout=rollout, roles=roles, budget_s=budget)
+        self.state.inflight[ref] = Unit("verify", rollout.task_id, attempt, rollout=rollout, roles=roles, budget_s=budget)
 
-    def select_ready(self) -> None:
+    def _select_ready(self) -> None:
         """Run the selectors on every task that has nothing open and something new."""
-        for book in self.books.values():
+        for book in self.state.books.values():
             if book.changed and not book.open:
-                self.selection.select_task(book, self.verdicts, self.emit)
+                self.selection.select_task(book, self.state.verdicts, self.state.record)

@@ -1,18 +1,33 @@
-"""Which failures are infrastructure (retried within a bound, reported apart) and which are the model's.
+"""Which failures are infrastructure and which are the model's: the failure taxonomy, in one place.
 
-Infrastructure: every ``InfraError`` (sandbox gone, setup timeout, engine unreachable, image build,
-model server down, rollout deadline) and a Ray worker or node that died under a unit of work. Anything
-else that escapes a rollout is the model's or the agent's fault and is never retried (design.md §4).
+``TAXONOMY`` is the table of docs/failure-taxonomy.md as data: every row names a failure source, the exception
+types that signal it, and the outcome. Infrastructure outcomes are retried within a bound, never counted in n,
+and run again on resume; model outcomes are counted and never retried. ``classify`` is the only function that
+decides; the driver, the workers and the report all follow what it says.
 """
 
 from __future__ import annotations
 
+import errno
 import traceback
 from dataclasses import dataclass
 
 from ray import exceptions as rex
 
-from agentbon.errors import InfraError, RolloutDeadline, ServerFailure
+from agentbon.errors import (
+    ContextLengthExceeded,
+    EndpointMisconfigured,
+    EngineUnavailable,
+    ImageBuildError,
+    InfraError,
+    ModelError,
+    ModelTimeout,
+    PatchError,
+    RolloutDeadline,
+    SandboxGone,
+    SandboxSetupTimeout,
+    ServerFailure,
+)
 
 # Ray raising one of these means the process or machine under the unit went away, not that the unit failed.
 RAY_INFRA: tuple[type[BaseException], ...] = (
@@ -25,6 +40,56 @@ RAY_INFRA: tuple[type[BaseException], ...] = (
     rex.RaySystemError,
     rex.OutOfMemoryError,
 )
+HOST_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.ENOMEM, errno.EMFILE, errno.ENFILE}
+"""``OSError`` numbers that say the worker's machine ran out of something (disk, memory, file handles)."""
+
+
+def _docker_errors() -> tuple[type[BaseException], ...]:
+    try:
+        import docker.errors
+        import requests
+    except ImportError:  # no Docker SDK: no Docker failure can happen
+        return ()
+    return (docker.errors.DockerException, requests.ConnectionError, requests.Timeout)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the failure taxonomy."""
+
+    source: str
+    """Where the failure comes from, in an operator's words."""
+    types: tuple[type[BaseException], ...]
+    infra: bool
+    recorded_as: str
+    """The rollout or verdict status it ends in when it is not (or no longer) retried."""
+    server: bool = False
+    """The model server is restarted before the retry."""
+
+
+TAXONOMY: tuple[Row, ...] = (
+    Row("sandbox container gone (killed, removed, engine restarted under it)", (SandboxGone,), True, "infra_error"),
+    Row("sandbox did not start in time", (SandboxSetupTimeout,), True, "infra_error"),
+    Row("Docker engine unreachable", (EngineUnavailable,), True, "infra_error"),
+    Row("task image cannot be built or found", (ImageBuildError,), True, "infra_error"),
+    Row("Docker engine API error (disk full, daemon 500, bad network name)", _docker_errors(), True, "infra_error"),
+    Row("model server down or its engine dead", (ServerFailure,), True, "infra_error", server=True),
+    Row("model server overloaded (timed out, answers a probe)", (ModelTimeout,), True, "infra_error"),
+    Row("endpoint refuses every request (unknown model name, authentication)", (EndpointMisconfigured,), True,
+        "infra_error"),
+    Row("rollout past its hard deadline", (RolloutDeadline,), True, "infra_error"),
+    Row("any other agentbon infrastructure error", (InfraError,), True, "infra_error"),
+    Row("Ray worker process or node died under the unit", RAY_INFRA, True, "infra_error"),
+    Row("unit interrupted from outside (Ctrl-C reaching a worker, a cancel)", (KeyboardInterrupt,
+        rex.TaskCancelledError), True, "infra_error"),
+    Row("worker machine out of disk, memory or file handles", (MemoryError,), True, "infra_error"),
+    Row("conversation longer than the model's context", (ContextLengthExceeded,), False, "token_limit"),
+    Row("model answered unusably (bad reply, rejected request)", (ModelError,), False, "agent_error"),
+    Row("agent broke the repository or made a patch too large", (PatchError,), False, "agent_error"),
+    Row("anything else escaping the agent", (BaseException,), False, "agent_error"),
+)
+"""First match wins. The rows of the agent's own exits (submitted, step/token/time limit, format error) are
+not exceptions: the agent returns them as the rollout's status. See docs/failure-taxonomy.md."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +103,17 @@ class Failure:
     server: bool = False
     """The model server failed: restart it before the retry."""
     traceback: str = ""
+    recorded_as: str = "agent_error"
+
+
+def row_of(exc: BaseException) -> Row:
+    """The taxonomy row an exception falls in."""
+    if isinstance(exc, OSError) and exc.errno in HOST_ERRNOS:
+        return Row("worker machine out of disk, memory or file handles", (OSError,), True, "infra_error")
+    for row in TAXONOMY:
+        if row.types and isinstance(exc, row.types):
+            return row
+    return TAXONOMY[-1]
 
 
 def classify(exc: BaseException) -> Failure:
@@ -49,11 +125,8 @@ def classify(exc: BaseException) -> Failure:
     tb = "".join(traceback.format_exception(type(cause), cause, cause.__traceback__))
     name = type(cause).__name__
     message = str(cause).strip().splitlines()[0][:500] if str(cause).strip() else name
-    if isinstance(cause, InfraError):
-        return Failure(name, message, infra=True, server=isinstance(cause, ServerFailure), traceback=tb)
-    if isinstance(cause, RAY_INFRA):
-        return Failure(name, message, infra=True, traceback=tb)
-    return Failure(name, message, infra=False, traceback=tb)
+    row = row_of(cause)
+    return Failure(name, message, infra=row.infra, server=row.server, traceback=tb, recorded_as=row.recorded_as)
 
 
 def deadline_failure(deadline_s: float) -> Failure:
@@ -61,12 +134,20 @@ def deadline_failure(deadline_s: float) -> Failure:
     return Failure(RolloutDeadline.__name__, f"past its hard deadline of {deadline_s:.0f}s; killed", infra=True)
 
 
+BACKOFF_CAP_S = 60.0
+
+
 @dataclass
 class RetryBudget:
-    """Infra retries per unit: ``retries`` more attempts after the first."""
+    """Infra retries per unit: ``retries`` more attempts after the first, the k-th after ``backoff_s * 2**(k-1)``."""
 
     retries: int
+    backoff_s: float = 0.0
 
     def allows(self, attempt: int) -> bool:
         """True when a unit that failed on attempt ``attempt`` may run again."""
         return attempt <= self.retries
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before running again a unit that failed on attempt ``attempt``."""
+        return min(self.backoff_s * 2 ** max(attempt - 1, 0), BACKOFF_CAP_S) if self.backoff_s > 0 else 0.0

@@ -1,21 +1,21 @@
-"""What the driver does with each finished unit: record it, retry infra failures within the bound, move on.
+"""The rollout stage: what the driver does with each finished prepare or rollout unit.
 
 Every result is saved by the driver (the store is on the driver's disk). Infra failures are recorded as
 ``infra`` events with the attempt, node and traceback, then retried while the budget allows; only the
-last attempt is kept as the rollout's record. Model failures are recorded once and never retried.
+last attempt is kept as the rollout's record. Model failures are recorded once and never retried. Which is
+which is decided by ``faults.classify`` alone (docs/failure-taxonomy.md).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
-import ray
-
 from agentbon.orchestrate.cluster import reap_async
-from agentbon.orchestrate.faults import Failure, classify, deadline_failure
-from agentbon.orchestrate.plan import ROLES
-from agentbon.orchestrate.state import Unit
+from agentbon.orchestrate.events import Cancelled, Infra, ServerRestart
+from agentbon.orchestrate.faults import Failure
+from agentbon.orchestrate.state import RunState, Unit
 from agentbon.orchestrate.workers import RolloutOutcome
 from agentbon.types import Rollout, Timings
 
@@ -23,109 +23,121 @@ RESTART_EVERY_S = 30.0
 """At most one model-server restart in this window (a burst of ServerFailures restarts it once)."""
 
 
-class Outcomes:
-    """Result handling of the driver (mixed into ``Driver``; it owns the state this reads)."""
-
-    books: dict[str, Any]
-    _last_restart = 0.0
-
-    def handle(self: Any, ref: Any, unit: Unit) -> None:
-        """Take one finished unit's result (or its failure) and route it to its stage."""
-        try:
-            value, failure = ray.get(ref), None
-        except Exception as e:  # Ray failures surface here: worker or node died, cancelled
-            value, failure = None, classify(e)
-            if unit.cancel == "deadline":
-                failure = deadline_failure(unit.budget_s)
-        if unit.cancel == "interrupt":
-            return
-        getattr(self, f"_on_{unit.kind}")(unit, value, failure)
-
-    def record_infra(self: Any, unit: Unit, failure: Failure) -> None:
-        """Append an ``infra`` event (and the traceback under the rollout's ``logs/``)."""
-        rid = unit.rollout_id or None
-        self.store.append(
-            "infra", unit=unit.kind, task_id=unit.task_id, rollout_id=rid, attempt=unit.attempt,
-            error=failure.kind, message=failure.message, node_id=unit.node_id,
+def record_infra(state: RunState, unit: Unit, failure: Failure, retry: bool) -> None:
+    """Record an ``infra`` event (and the traceback under the rollout's ``logs/``)."""
+    rid = unit.rollout_id or None
+    if rid and failure.traceback:
+        state.store.save_log(rid, f"{unit.kind}-attempt{unit.attempt}.txt", failure.traceback)
+    state.record(
+        Infra(
+            unit=unit.kind, task_id=unit.task_id, rollout_id=rid, attempt=unit.attempt, error=failure.kind,
+            message=failure.message, node_id=unit.node_id, retry=retry,
         )
-        if rid and failure.traceback:
-            self.store.save_log(rid, f"{unit.kind}-attempt{unit.attempt}.txt", failure.traceback)
-        self.emit("infra", unit=unit.kind, rollout_id=rid, error=failure.kind, message=failure.message)
+    )
 
-    # ----------------------------------------------------------------- stages
-    def _on_prepare(self: Any, unit: Unit, value: Any, failure: Failure | None) -> None:
-        book = self.books[unit.task_id]
+
+class RolloutStage:
+    """Takes prepare and rollout results: records them, retries infra failures, hands candidates to verification."""
+
+    def __init__(
+        self, state: RunState, enqueue_verify: Callable[[Rollout], None],
+        restart_server: Callable[[], None] | None = None,
+    ):
+        self.state = state
+        self.enqueue_verify = enqueue_verify
+        self.restart_server = restart_server
+        self._last_restart = 0.0
+
+    def on_prepare(self, unit: Unit, value: Any, failure: Failure | None) -> None:
+        """A task's environment is ready, or failed to build (retried; then every queued rollout is recorded)."""
+        book = self.state.books[unit.task_id]
         book.preparing = False
         if failure is None:
             book.prepared = True
             return
         unit.attempt = book.prepare_attempts = book.prepare_attempts + 1
-        self.record_infra(unit, failure)
-        if failure.infra and self.retry.allows(unit.attempt):
-            return  # submitted again on the next pass
+        retry = failure.infra and self.state.retry.allows(unit.attempt)
+        record_infra(self.state, unit, failure, retry)
+        if retry:
+            book.prepare_not_before = time.time() + self.state.retry.delay(unit.attempt)
+            return  # submitted again once the back-off has passed
+        self.state.infra_streak += failure.infra
+        status = "infra_error" if failure.infra else failure.recorded_as
         for spec in list(book.queued):  # every rollout of the task is recorded as failed: never dropped silently
             rollout = Rollout(
                 run_id=spec.run_id, task_id=spec.task_id, index=spec.index, seed=spec.seed, attempt=unit.attempt,
-                status="infra_error", exit_status=failure.kind, error=f"prepare: {failure.message}",
+                status=status, exit_status=failure.kind, error=f"prepare: {failure.message}",  # type: ignore[arg-type]
             )
-            self._save_rollout(rollout, [])
+            self.save(rollout, [])
         book.queued.clear()
 
-    def _on_rollout(self: Any, unit: Unit, outcome: RolloutOutcome | None, failure: Failure | None) -> None:
-        book = self.books[unit.task_id]
+    def on_rollout(self, unit: Unit, outcome: RolloutOutcome | None, failure: Failure | None) -> None:
+        """A rollout finished (or its worker died): record it, or retry it when infrastructure failed."""
+        state = self.state
+        book = state.books[unit.task_id]
         book.running -= 1
         spec = unit.spec
         assert spec is not None
+        if unit.cancel == "early_stop":
+            # Cancelled by early stop: never recorded, even when its result arrived before the cancel took effect
+            # (the early_stop event already lists it as not run).
+            state.record(Cancelled(rollout_id=spec.rollout_id))
+            if outcome is None:
+                self._reap(unit)
+            return
         if outcome is None:
             assert failure is not None
-            if unit.cancel == "early_stop":
-                self.emit("cancelled", rollout_id=spec.rollout_id)
-                self._reap(unit)
-                return
             start = unit.started_at or unit.submitted_at
             rollout = Rollout(
                 run_id=spec.run_id, task_id=spec.task_id, index=spec.index, seed=spec.seed, attempt=spec.attempt,
-                status="infra_error", exit_status=failure.kind, error=failure.message, traceback=failure.traceback,
+                status="infra_error" if failure.infra else failure.recorded_as,  # type: ignore[arg-type]
+                exit_status=failure.kind, error=failure.message, traceback=failure.traceback,
                 timings=Timings(started_at=start, wall_s=time.time() - start),
             )
-            outcome = RolloutOutcome(rollout=rollout, node_id=unit.node_id or "")
+            outcome = RolloutOutcome(rollout=rollout, node_id=unit.node_id or "", server_failure=failure.server)
             self._reap(unit)  # the worker died: its sandbox may still be running
         rollout = outcome.rollout
         if rollout.status == "infra_error":
             unit.node_id = unit.node_id or outcome.node_id
-            self.record_infra(unit, failure or Failure(rollout.exit_status, rollout.error or "", True, traceback=rollout.traceback or ""))
+            not_needed = book.stopped and spec.index >= book.fixed  # the task passed meanwhile
+            retry = not not_needed and state.retry.allows(spec.attempt)
+            seen = failure or Failure(rollout.exit_status, rollout.error or "", True, traceback=rollout.traceback or "")
+            record_infra(state, unit, seen, retry)
             if outcome.server_failure:
                 self._restart_server()
-            if book.stopped:
-                return  # the task passed meanwhile: this rollout is not needed any more
-            if self.retry.allows(spec.attempt):
-                book.queued.appendleft(spec.model_copy(update={"attempt": spec.attempt + 1}))
+            if not_needed:
                 return
-        self._save_rollout(rollout, outcome.messages)
+            if retry:
+                again = spec.model_copy(update={"attempt": spec.attempt + 1})
+                book.delayed.append((time.time() + state.retry.delay(spec.attempt), again))
+                return
+            state.infra_streak += 1
+        else:
+            state.infra_streak = 0
+        self.save(rollout, outcome.messages)
 
-    def _save_rollout(self: Any, rollout: Rollout, messages: list[dict[str, Any]]) -> None:
-        book = self.books[rollout.task_id]
-        self.store.save_rollout(rollout, messages)
+    def save(self, rollout: Rollout, messages: list[dict[str, Any]]) -> None:
+        """Record a rollout as final and queue its verification (infra errors are not verified)."""
+        book = self.state.books[rollout.task_id]
+        self.state.record.rollout(rollout, messages)
         book.finished[rollout.rollout_id] = rollout
         book.changed = True
         if rollout.status != "infra_error":
-            self.sandbox_s.append(rollout.timings.sandbox_s)
-            self.enqueue_verify(rollout, list(ROLES), 1)
-        self.emit("rollout", rollout=rollout)
+            self.state.sandbox_s.append(rollout.timings.sandbox_s)
+            self.enqueue_verify(rollout)
 
-    # ------------------------------------------------------------------ misc
-    def _reap(self: Any, unit: Unit) -> None:
+    def _reap(self, unit: Unit) -> None:
         """Remove a dead unit's sandbox on its node (on every node when the tracker had not said where yet)."""
         if unit.spec is not None:
-            labels = {"run": self.run_id, "rollout": unit.spec.rollout_id, "attempt": str(unit.spec.attempt)}
+            state = self.state
+            labels = {"run": state.run_id, "rollout": unit.spec.rollout_id, "attempt": str(unit.spec.attempt)}
             nodes = [unit.node_id] if unit.node_id else None
-            self.background += reap_async(self.config, self.factories, labels, nodes)
+            state.background += reap_async(state.config, state.factories, labels, nodes)
 
-    def _restart_server(self: Any) -> None:
+    def _restart_server(self) -> None:
         now = time.time()
         if self.restart_server is None or now - self._last_restart < RESTART_EVERY_S:
             return
         self._last_restart = now
-        self.store.append("server_restart")
-        self.emit("server_restart")
+        self.state.record(ServerRestart())
         self.restart_server()

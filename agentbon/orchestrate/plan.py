@@ -4,7 +4,8 @@ Resume rules (design.md §6): a rollout is finished once its latest record is an
 ``infra_error`` / ``cancelled``; finished rollouts never run again; raising N adds only the new
 indices; a finished rollout missing a verdict in some role (or holding an ``infra_error`` verdict)
 is verified again; a migration task that already has a passing candidate skips its remaining
-rollouts when early stop is on.
+rollouts when early stop is on, except those of the fixed part (index < ``run.early_stop_fixed``), which
+always run (docs/estimators.md).
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ class Plan:
     """Every finished rollout in the store (kept as it is)."""
     skipped: dict[str, list[str]] = field(default_factory=dict)
     """Rollouts not run because their task already passed (early stop), by task."""
+    stopped: set[str] = field(default_factory=set)
+    """Tasks that already passed with early stop on (their fixed part may still have rollouts to run)."""
 
 
 def plan_run(tasks: list[Task], config: RunConfig, store: RunStore, run_id: str) -> Plan:
@@ -72,11 +75,13 @@ def plan_run(tasks: list[Task], config: RunConfig, store: RunStore, run_id: str)
         plan.finished.update(done)
         plan.verify.extend(r for r in done.values() if roles_missing(r, verdicts))
         stopped = early_stopped(task, config, verdicts["grade"], set(done))
+        if stopped:
+            plan.stopped.add(task.task_id)
         for i in range(config.n):
             rid = rollout_id_of(task.task_id, i)
             if rid in done:
                 continue
-            if stopped:
+            if stopped and i >= config.early_stop_fixed:
                 plan.skipped.setdefault(task.task_id, []).append(rid)
                 continue
             plan.specs.append(

@@ -59,13 +59,15 @@ class SelectionStage:
             out.append(selection)
         return out
 
-    def select_task(self, book: Any, verdicts: dict[Any, dict[str, Verdict]], emit: Any) -> None:
-        """Select one task that has nothing open, record its selections and any selector errors."""
+    def select_task(self, book: Any, verdicts: dict[Any, dict[str, Verdict]], record: Any) -> None:
+        """Select one task that has nothing open; record its selections and any selector errors (``Recorder``)."""
+        from agentbon.orchestrate.events import Selected, SelectorError
+
         task = book.task
         for selection in self.run(task, list(book.finished.values()), verdicts["evidence"], verdicts["grade"]):
-            self.store.save_selection(selection)
+            record.selection(selection)
         for error in self.errors:
-            self.store.append("selector_error", **error)
+            record(SelectorError(**error))
         self.errors.clear()
         book.changed = False
-        emit("selected", task_id=task.task_id)
+        record(Selected(task_id=task.task_id))

@@ -63,12 +63,25 @@ class TaskBook:
     """Something new was recorded: the task is selected again once it has nothing open."""
     stopped: bool = False
     """Early stop fired (a migration task has a passing candidate)."""
+    fixed: int = 0
+    """Early stop never skips or cancels rollouts ``0..fixed-1`` (the part of the sample fixed in advance)."""
+    delayed: list[tuple[float, RolloutSpec]] = field(default_factory=list)
+    """Infra retries waiting for their back-off to pass: (time they may run, spec)."""
+    prepare_not_before: float = 0.0
 
     @property
     def open(self) -> bool:
-        return bool(self.queued) or self.running > 0 or self.verifying > 0 or self.preparing
+        return bool(self.queued or self.delayed) or self.running > 0 or self.verifying > 0 or self.preparing
+
+    def release(self, now: float) -> None:
+        """Move the retries whose back-off has passed to the front of the queue."""
+        due = [spec for at, spec in self.delayed if at <= now]
+        if due:
+            self.delayed = [(at, spec) for at, spec in self.delayed if at > now]
+            self.queued.extendleft(reversed(due))
 
 
+Inflight = dict[Any, Unit]
 DedupeKey = tuple[str, str, Role]
 
 
@@ -78,7 +91,7 @@ class VerdictCache:
 
     enabled: bool = True
     known: dict[DedupeKey, Verdict] = field(default_factory=dict)
-    waiting: dict[tuple[str, str], list[Rollout]] = field(default_factory=dict)
+    waiting: dict[tuple[str, str], list[tuple[Rollout, list[Role]]]] = field(default_factory=dict)
     """Rollouts whose patch is being verified right now under another rollout, by (task, hash)."""
 
     def learn(self, rollout: Rollout, verdict: Verdict) -> None:
@@ -110,4 +123,50 @@ def mean(values: list[float], default: float = 0.0) -> float:
     return sum(values) / len(values) if values else default
 
 
-Inflight = dict[Any, Unit]
+
+@dataclass
+class RunState:
+    """Everything the driver's stages share: the books, the units in flight, the verdicts, the recorder.
+
+    One object, passed explicitly to each stage (``RolloutStage``, ``VerifyStage``, ``Supervisor``), instead of
+    stages mixed into one class: each stage's reads and writes are visible in its signature.
+    """
+
+    config: Any
+    """The run's ``RunConfig``."""
+    store: Any
+    """The ``RunStore`` (read only here: writes go through ``record``)."""
+    record: Any
+    """The ``Recorder``: the one writer of events, rollouts and verdicts."""
+    factories: Any
+    books: dict[str, TaskBook]
+    verdicts: dict[Role, dict[str, Verdict]]
+    cache: VerdictCache
+    retry: Any
+    """The ``RetryBudget`` of infra failures."""
+    inflight: Inflight = field(default_factory=dict)
+    verify_queue: deque[tuple[Rollout, list[Role], int]] = field(default_factory=deque)
+    verify_delayed: list[tuple[float, Rollout, list[Role], int]] = field(default_factory=list)
+    """Verification retries waiting for their back-off to pass."""
+    infra_streak: int = 0
+    """Units in a row whose last attempt failed on infrastructure, with nothing finishing in between."""
+    sandbox_s: list[float] = field(default_factory=list)
+    background: list[Any] = field(default_factory=list)
+    """Fire-and-forget units (reapers) awaited at the end."""
+
+    @property
+    def run_id(self) -> str:
+        return str(self.store.run_id)
+
+    def release(self, now: float) -> None:
+        """Queue every retry whose back-off has passed."""
+        for book in self.books.values():
+            book.release(now)
+        due = [item for item in self.verify_delayed if item[0] <= now]
+        if due:
+            self.verify_delayed = [item for item in self.verify_delayed if item[0] > now]
+            self.verify_queue.extendleft(reversed([(r, roles, attempt) for _, r, roles, attempt in due]))
+
+    def count(self, kind: UnitKind) -> int:
+        """Units of one kind in flight."""
+        return sum(1 for u in self.inflight.values() if u.kind == kind)

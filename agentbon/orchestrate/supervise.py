@@ -14,6 +14,8 @@ from typing import Any
 import ray
 
 from agentbon.orchestrate.cluster import SANDBOX, reap_everywhere
+from agentbon.orchestrate.events import Aborted, Interrupted, Tokens, UnitStarted, Warning
+from agentbon.orchestrate.state import RunState, Unit
 
 GRACE_S = 10.0
 """A unit past its deadline, or cancelled and still running, is killed this much later."""
@@ -21,24 +23,30 @@ SLOTS_CHECK_S = 15.0
 """How often the driver checks that the cluster still has sandbox slots (nodes may die or join)."""
 
 
-class Supervision:
-    """Deadline and cancellation handling of the driver (mixed into ``Driver``; it owns the state this reads)."""
+class Supervisor:
+    """Learns when units started, kills units past their deadline, and stops everything on Ctrl-C."""
 
-    def _poll(self: Any) -> None:
+    def __init__(self, state: RunState, tracker: Any):
+        self.state, self.tracker = state, tracker
+        self._slots_checked = 0.0
+
+    def poll(self) -> None:
+        """Take start reports and token counts from the tracker; enforce deadlines and cancels."""
+        state = self.state
         try:
             started, tokens = ray.get(self.tracker.drain.remote(), timeout=30)
         except Exception:  # the tracker restarts on its own; deadlines count from submission meanwhile
             started, tokens = [], 0
-        by_key = {u.key: u for u in self.inflight.values()}
+        by_key = {u.key: u for u in state.inflight.values()}
         for s in started:
             unit = by_key.get(s.unit)
             if unit is not None and unit.started_at is None:
                 unit.started_at, unit.node_id = s.at, s.node_id
-                self.emit("started", unit=unit.kind, rollout_id=unit.rollout_id)
+                state.record(UnitStarted(unit=unit.kind, rollout_id=unit.rollout_id))
         if tokens:
-            self.emit("tokens", n=tokens)
+            state.record(Tokens(n=tokens))
         now = time.time()
-        for ref, unit in self.inflight.items():
+        for ref, unit in state.inflight.items():
             if unit.kind == "prepare" or unit.forced:
                 continue
             if unit.cancel is None and unit.started_at is not None and now - unit.started_at > unit.budget_s + GRACE_S:
@@ -48,25 +56,27 @@ class Supervision:
                 self._kill(ref, unit)
         self._check_slots(now)
 
-    def _check_slots(self: Any, now: float) -> None:
+    def _check_slots(self, now: float) -> None:
         """Warn (once per check) while no node offers a sandbox slot: work waits until a node joins."""
-        if now - getattr(self, "_slots_checked", 0.0) < SLOTS_CHECK_S:
+        if now - self._slots_checked < SLOTS_CHECK_S:
             return
         self._slots_checked = now
-        if self.inflight and ray.cluster_resources().get(SANDBOX, 0) == 0:
-            self.emit("warning", message=f"no node offers {SANDBOX!r} slots any more: waiting for one to join")
+        if self.state.inflight and ray.cluster_resources().get(SANDBOX, 0) == 0:
+            self.state.record(Warning(message=f"no node offers {SANDBOX!r} slots any more: waiting for one to join"))
 
-    def _kill(self: Any, ref: Any, unit: Any) -> None:
+    @staticmethod
+    def _kill(ref: Any, unit: Unit) -> None:
         unit.forced = True
         ray.cancel(ref, force=True)
 
-    def _interrupt(self: Any) -> None:
-        self.interrupted = True
-        for ref, unit in self.inflight.items():
+    def interrupt(self, reason: str | None = None) -> None:
+        """Cancel every unit, record what was pending (and why the driver stopped, when it did), and remove the
+        run's sandboxes on every node."""
+        state = self.state
+        for ref, unit in state.inflight.items():
             unit.cancel = "interrupt"
             ray.cancel(ref, force=True)
-        pending = sorted({u.rollout_id for u in self.inflight.values() if u.rollout_id})
-        self.store.append("interrupted", pending=pending)
-        self.inflight.clear()
-        reap_everywhere(self.config, self.factories, {"run": self.run_id})
-        self.emit("interrupted", pending=len(pending))
+        pending = sorted({u.rollout_id for u in state.inflight.values() if u.rollout_id})
+        state.inflight.clear()
+        reap_everywhere(state.config, state.factories, {"run": state.run_id})
+        state.record(Aborted(reason=reason, pending=pending) if reason else Interrupted(pending=pending))

@@ -1,89 +1,113 @@
-"""The verification stage of the driver: dedupe identical patches, submit within ``verify.concurrency``,
-record verdicts, retry infra failures within the bound, and fire early stop on a migration task's first pass.
+"""The verification stage: dedupe identical patches, submit within ``verify.concurrency``, record verdicts,
+retry infra failures within the bound, and fire early stop on a migration task's first pass.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
 
 import ray
 
-from agentbon.orchestrate.early_stop import add, should_stop, stop_task
+from agentbon.orchestrate.early_stop import Saved, add, should_stop, stop_task
 from agentbon.orchestrate.faults import Failure
-from agentbon.orchestrate.state import Unit
+from agentbon.orchestrate.outcomes import record_infra
+from agentbon.orchestrate.plan import ROLES
+from agentbon.orchestrate.state import RunState, Unit
 from agentbon.types import Role, Rollout, Verdict, patch_hash
 
+Launch = Callable[[Rollout, list[Role], int, float], None]
+"""Submits one verification unit: (rollout, roles, attempt, seconds it may take)."""
 
-class Verification:
-    """Verification handling of the driver (mixed into ``Driver``; it owns the state this reads)."""
 
-    def _on_verify(self: Any, unit: Unit, verdicts: list[Verdict] | None, failure: Failure | None) -> None:
+class VerifyStage:
+    """Queues candidates for verification, shares verdicts of identical patches, records what comes back."""
+
+    def __init__(self, state: RunState, launch: Launch, saved: Saved):
+        self.state, self.launch, self.saved = state, launch, saved
+
+    def enqueue(self, rollout: Rollout, roles: list[Role] | None = None, attempt: int = 1) -> None:
+        """Queue a candidate for verification in ``roles`` (all of them by default)."""
+        self.state.books[rollout.task_id].verifying += 1
+        self.state.verify_queue.append((rollout, list(roles or ROLES), attempt))
+
+    def submit_ready(self) -> None:
+        """Submit queued verifications while ``verify.concurrency`` allows."""
+        state = self.state
+        verifying = state.count("verify")
+        while state.verify_queue and verifying < max(state.config.verify.concurrency, 1):
+            verifying += self._submit(*state.verify_queue.popleft())
+
+    def on_verify(self, unit: Unit, verdicts: list[Verdict] | None, failure: Failure | None) -> None:
+        """Record a verification's verdicts; retry the roles that failed on infrastructure."""
+        state = self.state
         rollout = unit.rollout
         assert rollout is not None
-        book = self.books[unit.task_id]
-        book.verifying -= 1
+        state.books[unit.task_id].verifying -= 1
         if verdicts is None:
             assert failure is not None
             reason = f"{failure.kind}: {failure.message}"
             verdicts = [_infra_verdict(rollout, role, reason) for role in unit.roles]
-        self.record_verdicts(rollout, [v for v in verdicts if v.status != "infra_error"])
+        self.record(rollout, [v for v in verdicts if v.status != "infra_error"])
         broken = [v for v in verdicts if v.status == "infra_error"]
         if broken:
             kind, _, message = broken[0].reason.partition(": ")
-            self.record_infra(unit, Failure(kind, message, True))
             # Past the deadline there is no time left to retry in.
-            if kind != "RolloutDeadline" and self.retry.allows(unit.attempt):
-                self.enqueue_verify(rollout, [v.role for v in broken], unit.attempt + 1)
+            retry = kind != "RolloutDeadline" and state.retry.allows(unit.attempt)
+            record_infra(state, unit, Failure(kind, message, True), retry)
+            if retry:
+                state.books[rollout.task_id].verifying += 1
+                at = time.time() + state.retry.delay(unit.attempt)
+                state.verify_delayed.append((at, rollout, [v.role for v in broken], unit.attempt + 1))
             else:
-                self.record_verdicts(rollout, broken)
-        for waiter, roles in self.cache.waiting.pop((rollout.task_id, patch_hash(rollout.patch)), []):
-            self.books[waiter.task_id].verifying -= 1
-            self.enqueue_verify(waiter, roles, 1)  # now shares the verdict (or runs itself if this one failed)
+                state.infra_streak += 1
+                self.record(rollout, broken)
+        elif verdicts:
+            state.infra_streak = 0
+        for waiter, roles in state.cache.waiting.pop((rollout.task_id, patch_hash(rollout.patch)), []):
+            state.books[waiter.task_id].verifying -= 1
+            self.enqueue(waiter, roles, 1)  # now shares the verdict (or runs itself if this one failed)
 
-    def enqueue_verify(self: Any, rollout: Rollout, roles: list[Role], attempt: int) -> None:
-        self.books[rollout.task_id].verifying += 1
-        self.verify_queue.append((rollout, roles, attempt))
-
-    def submit_verify(self: Any, rollout: Rollout, roles: list[Role], attempt: int) -> int:
+    def _submit(self, rollout: Rollout, roles: list[Role], attempt: int) -> int:
         """Share an identical patch's verdicts, wait for one being verified, or submit; return units submitted."""
-        book = self.books[rollout.task_id]
-        shared = self.cache.lookup(rollout, roles)
+        state = self.state
+        book = state.books[rollout.task_id]
+        shared = state.cache.lookup(rollout, roles)
         if shared is not None:
             book.verifying -= 1
-            self.record_verdicts(rollout, shared)
+            self.record(rollout, shared)
             return 0
         key = (rollout.task_id, patch_hash(rollout.patch))
-        if self.cache.enabled and key in self.cache.waiting:
-            self.cache.waiting[key].append((rollout, roles))
+        if state.cache.enabled and key in state.cache.waiting:
+            state.cache.waiting[key].append((rollout, roles))
             return 0
-        budget = self.config.deadline_s - rollout.timings.wall_s
+        budget = state.config.deadline_s - rollout.timings.wall_s
         if budget <= 0:
             book.verifying -= 1
             reason = "RolloutDeadline: no time left to verify within the rollout's deadline"
-            self.record_verdicts(rollout, [_infra_verdict(rollout, role, reason) for role in roles])
+            self.record(rollout, [_infra_verdict(rollout, role, reason) for role in roles])
             return 0
-        if self.cache.enabled:
-            self.cache.waiting[key] = []
-        self.launch_verify(rollout, roles, attempt, budget)
+        if state.cache.enabled:
+            state.cache.waiting[key] = []
+        self.launch(rollout, roles, attempt, budget)
         return 1
 
-    def record_verdicts(self: Any, rollout: Rollout, verdicts: list[Verdict]) -> None:
+    def record(self, rollout: Rollout, verdicts: list[Verdict]) -> None:
         """Save verdicts, remember them for dedupe, and fire early stop on a migration task's first pass."""
-        book = self.books[rollout.task_id]
+        state = self.state
+        book = state.books[rollout.task_id]
         for verdict in verdicts:
-            self.store.save_verdict(verdict)
-            self.verdicts[verdict.role][verdict.rollout_id] = verdict
-            self.cache.learn(rollout, verdict)
+            state.record.verdict(verdict)
+            state.verdicts[verdict.role][verdict.rollout_id] = verdict
+            state.cache.learn(rollout, verdict)
             book.changed = True
-            self.emit("verdict", verdict=verdict)
-            if should_stop(book, verdict, self.config):
-                event = stop_task(book, self.inflight, self.sandbox_s)
-                self.store.append("early_stop", **event)
+            if should_stop(book, verdict, state.config):
+                event = stop_task(book, state.inflight, state.sandbox_s)
+                state.record(event)
                 add(self.saved, event)
-                for ref, unit in self.inflight.items():
+                for ref, unit in state.inflight.items():
                     if unit.task_id == book.task.task_id and unit.cancel == "early_stop" and not unit.forced:
                         ray.cancel(ref)  # a KeyboardInterrupt in the worker: it closes its sandbox itself
-                self.emit("early_stop", **event)
 
 
 def _infra_verdict(rollout: Rollout, role: Role, reason: str) -> Verdict:
@@ -91,3 +115,4 @@ def _infra_verdict(rollout: Rollout, role: Role, reason: str) -> Verdict:
         run_id=rollout.run_id, task_id=rollout.task_id, rollout_id=rollout.rollout_id, role=role,
         status="infra_error", reason=reason,
     )
+

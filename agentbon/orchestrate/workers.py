@@ -109,7 +109,7 @@ def run_rollout(task: Task, spec: RolloutSpec, config: RunConfig, factories: Fac
         failure = classify(cause)
         server = failure.server
         fields = dict(
-            status="infra_error" if failure.infra else "agent_error", exit_status=failure.kind,
+            status="infra_error" if failure.infra else failure.recorded_as, exit_status=failure.kind,
             error=failure.message, traceback=failure.traceback,
         )
     rollout = Rollout(

@@ -52,7 +52,10 @@ def test_passed_migration_task_skips_its_remaining_rollouts(tmp_path: Path) -> N
     store = RunStore(tmp_path / "run")
     store.save_rollout(rollout("m", 1))
     store.save_verdict(verdict("m", 1, "grade", "pass"))
-    plan = plan_run(tasks, config(tmp_path, n=3), store, "r")
-    assert plan.specs == [] and plan.skipped == {"m": ["m/0", "m/2"]}
+    plan = plan_run(tasks, config(tmp_path, "early_stop_fixed=1", n=3), store, "r")
+    assert [s.rollout_id for s in plan.specs] == ["m/0"]  # the fixed part always runs
+    assert plan.skipped == {"m": ["m/2"]} and plan.stopped == {"m"}
+    plan = plan_run(tasks, config(tmp_path, "early_stop_fixed=3", n=4), store, "r")
+    assert [s.rollout_id for s in plan.specs] == ["m/0", "m/2"] and plan.skipped == {"m": ["m/3"]}
     plan = plan_run(tasks, config(tmp_path, "early_stop=false", n=3), store, "r")
     assert [s.rollout_id for s in plan.specs] == ["m/0", "m/2"]

@@ -152,7 +152,7 @@ def test_deadline_kills_a_rollout_blocked_in_c(tmp_path: Path, monkeypatch: pyte
 def test_early_stop_cancels_a_migration_tasks_other_rollouts(tmp_path: Path) -> None:
     tasks = make_tasks(tmp_path, ["m"], migration=True) + make_tasks(tmp_path, ["b"])
     f = fakes(tmp_path, {"m/0": "FIX"}, default="nope sleep:4")
-    result = run_batch(tasks, config(tmp_path, n=6, run_id="r"), factories=f)
+    result = run_batch(tasks, config(tmp_path, "early_stop_fixed=1", n=6, run_id="r"), factories=f)
     store = RunStore(result.path)
     stop = store.events_of("early_stop")
     assert [e["task_id"] for e in stop] == ["m"]
@@ -162,5 +162,5 @@ def test_early_stop_cancels_a_migration_tasks_other_rollouts(tmp_path: Path) -> 
     assert len([r for r in store.rollouts() if r.startswith("b/")]) == 6  # the other task is untouched
     assert live(tmp_path) == []
     # Resume: the task already passed, so its missing rollouts are skipped again, not run.
-    again = run_batch(tasks, config(tmp_path, n=6, run_id="r"), factories=f)
+    again = run_batch(tasks, config(tmp_path, "early_stop_fixed=1", n=6, run_id="r"), factories=f)
     assert again.planned == 0 and set(again.saved.skipped) == not_run

@@ -44,11 +44,20 @@ def test_early_stop_skips_queued_cancels_running_and_estimates_savings() -> None
     v = Verdict(run_id="r", task_id="m", rollout_id="m/0", role="grade", status="pass")
     assert should_stop(book, v, RunConfig())
     event = stop_task(book, inflight, sandbox_s=[10.0, 30.0], now=104.0)
-    assert event["skipped"] == ["m/2", "m/3", "m/4"] and event["cancelled"] == ["m/1"]
-    assert event["est_sandbox_s_saved"] == pytest.approx(3 * 20.0 + 16.0)
+    assert event.skipped == ["m/2", "m/3", "m/4"] and event.cancelled == ["m/1"]
+    assert event.est_sandbox_s_saved == pytest.approx(3 * 20.0 + 16.0)
     assert running.cancel == waiting.cancel == "early_stop" and inflight["v"].cancel is None
     assert not book.queued and book.stopped and not should_stop(book, v, RunConfig())
     assert not should_stop(TaskBook(task(migration=False)), v, RunConfig())
+
+
+def test_early_stop_never_skips_or_cancels_the_fixed_part() -> None:
+    book = TaskBook(task(), queued=deque([spec(1), spec(3)]), fixed=2)
+    fixed = Unit("rollout", "m", spec=spec(0), started_at=100.0)
+    beyond = Unit("rollout", "m", spec=spec(2), started_at=100.0)
+    event = stop_task(book, {"a": fixed, "b": beyond}, sandbox_s=[10.0], now=101.0)
+    assert (event.skipped, event.cancelled, event.fixed) == (["m/3"], ["m/2"], 2)
+    assert [s.index for s in book.queued] == [1] and fixed.cancel is None and beyond.cancel == "early_stop"
 
 
 def test_verdict_cache_shares_by_patch_but_never_infra_errors() -> None:

@@ -1,0 +1,186 @@
+"""What a run says while it runs: typed events, written once through one ``Recorder`` to the store and the display.
+
+Each event is a frozen pydantic model with a ``kind``; the recorder appends the persistent ones to the run's
+event log (``events.jsonl``) and hands every one to the display as ``display(kind, **fields)``. Rollouts and
+verdicts go through the recorder too (their folders are written before the event that records them), so no
+part of the driver writes to the store and to the display separately. See docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentbon.store import RunStore
+from agentbon.types import Rollout, Selection, Verdict
+
+Display = Callable[..., None]
+"""What shows progress: called as ``display(kind, **fields)`` (``agentbon.progress``)."""
+
+
+class Event(BaseModel):
+    """Base of every event: its ``kind`` names it in the event log and to the display."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ClassVar[str] = ""
+    persist: ClassVar[bool] = True
+    """False for events only the display needs (start of a unit, tokens, ticks)."""
+
+    def fields(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class Start(Event):
+    kind: ClassVar[str] = "start"
+    n: int
+    tasks: int
+    planned: int
+    finished: int
+
+
+class PlanMade(Event):
+    kind: ClassVar[str] = "plan"
+    persist: ClassVar[bool] = False
+    tasks: int
+    n: int
+    planned: int
+    finished: int
+    verify: int
+    skipped: int
+
+
+class UnitStarted(Event):
+    kind: ClassVar[str] = "started"
+    persist: ClassVar[bool] = False
+    unit: str
+    rollout_id: str
+
+
+class Tokens(Event):
+    kind: ClassVar[str] = "tokens"
+    persist: ClassVar[bool] = False
+    n: int
+
+
+class Tick(Event):
+    kind: ClassVar[str] = "tick"
+    persist: ClassVar[bool] = False
+
+
+class Infra(Event):
+    """A unit failed on infrastructure (retried within the bound, or recorded as ``infra_error``)."""
+
+    kind: ClassVar[str] = "infra"
+    unit: str
+    task_id: str
+    rollout_id: str | None = None
+    attempt: int = 1
+    error: str
+    message: str
+    node_id: str | None = None
+    retry: bool = False
+    """True when the unit runs again; False when this attempt is the last (the failure stays in the store)."""
+
+
+class EarlyStop(Event):
+    """A migration task passed: its rollouts outside the fixed part were skipped or cancelled."""
+
+    kind: ClassVar[str] = "early_stop"
+    task_id: str
+    skipped: list[str] = Field(default_factory=list)
+    cancelled: list[str] = Field(default_factory=list)
+    rollouts_not_run: int = 0
+    est_sandbox_s_saved: float = 0.0
+    mean_sandbox_s: float = 0.0
+    fixed: int = 0
+    """Rollouts ``0..fixed-1`` ran to the end regardless (the part the curves use)."""
+
+
+class Cancelled(Event):
+    kind: ClassVar[str] = "cancelled"
+    persist: ClassVar[bool] = False
+    rollout_id: str
+
+
+class Selected(Event):
+    kind: ClassVar[str] = "selected"
+    persist: ClassVar[bool] = False
+    task_id: str
+
+
+class SelectorError(Event):
+    kind: ClassVar[str] = "selector_error"
+    task_id: str
+    selector: str
+    error: str
+
+
+class Warning(Event):  # noqa: A001 - the event's name in the log
+    kind: ClassVar[str] = "warning"
+    message: str
+
+
+class ServerRestart(Event):
+    kind: ClassVar[str] = "server_restart"
+
+
+class Interrupted(Event):
+    kind: ClassVar[str] = "interrupted"
+    pending: list[str] = Field(default_factory=list)
+
+    def display_fields(self) -> dict[str, Any]:
+        return {"pending": len(self.pending)}
+
+
+class Aborted(Event):
+    """The driver stopped the run itself (infra errors in a row): resumable, like an interrupt."""
+
+    kind: ClassVar[str] = "aborted"
+    reason: str
+    pending: list[str] = Field(default_factory=list)
+
+    def display_fields(self) -> dict[str, Any]:
+        return {"reason": self.reason, "pending": len(self.pending)}
+
+
+class End(Event):
+    kind: ClassVar[str] = "end"
+    interrupted: bool
+    wall_s: float
+    aborted: str | None = None
+
+
+class ModelStats(Event):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    kind: ClassVar[str] = "model_stats"
+
+
+class Recorder:
+    """The one writer of a run's events: the store (when the event persists) and then the display."""
+
+    def __init__(self, store: RunStore, display: Display | None = None):
+        self.store = store
+        self.display: Display = display or (lambda *a, **k: None)
+
+    def __call__(self, event: Event) -> None:
+        fields = event.fields()
+        if event.persist:
+            self.store.append(event.kind, **fields)
+        shown = event.display_fields() if hasattr(event, "display_fields") else fields
+        self.display(event.kind, **shown)
+
+    def rollout(self, rollout: Rollout, messages: list[dict[str, Any]]) -> None:
+        """Save a rollout (its folder, then its event) and show it."""
+        self.store.save_rollout(rollout, messages)
+        self.display("rollout", rollout=rollout)
+
+    def verdict(self, verdict: Verdict) -> None:
+        """Save a verdict and show it."""
+        self.store.save_verdict(verdict)
+        self.display("verdict", verdict=verdict)
+
+    def selection(self, selection: Selection) -> None:
+        self.store.save_selection(selection)
