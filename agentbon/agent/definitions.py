@@ -110,6 +110,11 @@ def names(tree: ast.Module) -> list[str]:
     return [n.name for n in tree.body if isinstance(n, _DEFS)]
 
 
+def _end(node: ast.stmt) -> int:
+    """The last line of a node (the parser always sets it; typed as optional)."""
+    return node.end_lineno or node.lineno
+
+
 def _start(node: Def) -> int:
     """First line of a definition, its decorators included (1-based)."""
     return min([d.lineno for d in node.decorator_list] + [node.lineno])
@@ -157,7 +162,7 @@ def replace_definitions(text: str, code: str, append_new: bool = False) -> tuple
     def put(target: Def, node: Def, label: str) -> None:
         repl = _source(new_lines, node, _indent_of(old, target))
         if repl != old[_start(target) - 1 : target.end_lineno]:
-            ops.append((_start(target) - 1, target.end_lineno, repl))
+            ops.append((_start(target) - 1, _end(target), repl))
             changed.append(label)
 
     for node in tree.body:
@@ -177,7 +182,7 @@ def replace_definitions(text: str, code: str, append_new: bool = False) -> tuple
                         put(present[name], method, f"{node.name}.{name}")
                     else:  # a new method goes at the end of the class
                         indent = _indent_of(old, next(iter(present.values())))
-                        ops.append((target.end_lineno, target.end_lineno, [""] + _source(new_lines, method, indent)))
+                        ops.append((_end(target), _end(target), [""] + _source(new_lines, method, indent)))
                         changed.append(f"{node.name}.{name}")
                 continue
         if target is not None and isinstance(node, ast.ClassDef) == isinstance(target, ast.ClassDef):
@@ -196,7 +201,7 @@ def replace_definitions(text: str, code: str, append_new: bool = False) -> tuple
             raise ValueError(f"no definition of {', '.join(unknown)} in the file")
         raise ValueError("the code is the same as the file's: nothing to change")
     if imports:
-        at = max((n.end_lineno for n in file_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
+        at = max((_end(n) for n in file_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
         ops.append((at, at, imports))
         changed.append("imports")
     ops.sort(key=lambda op: (op[0], op[1]), reverse=True)
