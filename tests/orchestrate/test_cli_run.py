@@ -55,3 +55,36 @@ def test_suite_without_valid_tasks_is_an_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["run", str(tmp_path / "bad.jsonl"), "--run-dir", str(tmp_path / "runs")])
     assert result.exit_code == 2
     assert "no valid tasks" in result.output and "task error" in result.output
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_endpoint_where_nothing_listens_fails_preflight_and_records_nothing(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, ["a", "b"])
+    endpoint = f"http://127.0.0.1:{free_port()}/v1"
+    result = CliRunner().invoke(app, ["run", str(suite), "-n", "2", "--run-dir", str(tmp_path / "runs"),
+                                      "--endpoint", endpoint, "--model", "m"])
+    assert result.exit_code == 2, result.output
+    assert "preflight failed" in result.output and "[endpoint]" in result.output and endpoint in result.output
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("ray_session")
+def test_infra_errors_left_exit_3_and_say_how_many_of_what_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("agentbon.cli.run.make_factories", lambda: fakes(tmp_path, {"a/1": "docker-api-error"}))
+    suite = write_suite(tmp_path, ["a"])
+    args = [str(suite), "-n", "2", "--run-dir", str(tmp_path / "runs"), "--model", "fake",
+            "-c", "select.selectors=[first, oracle]", "-c", "infra_retries=0"]
+    first = invoke(*args)
+    assert first.exit_code == 3, first.output
+    assert "infrastructure errors left: 1 rollout (APIError 1)" in first.output
+    monkeypatch.setattr("agentbon.cli.run.make_factories", lambda: fakes(tmp_path, {"a/1": "FIX"}))
+    again = invoke(*args)
+    assert again.exit_code == 0 and "1 rollouts planned, 1 already done" in again.output
