@@ -56,7 +56,7 @@ def test_acquire_waits_while_every_engine_is_full_and_wakes_on_release():
     time.sleep(0.2)
     assert got == []  # blocked: both engines at their cap
     r.release(first[1])
-    waiter.join(2)
+    waiter.join(60)
     assert got == [first[1]]
 
 

@@ -57,7 +57,7 @@ def test_server_starts_answers_and_stops_with_its_children():
         kids = children_of(pid)
         assert kids, "the toy server should have spawned a child"
     assert not server.alive()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a loaded machine may take a while to reap them
     while not all(gone(k) for k in kids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert all(gone(k) for k in kids)

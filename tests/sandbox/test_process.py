@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from agentbon.protocols import Sandbox
 from agentbon.sandbox import ProcessBackend, make_backend
 from agentbon.sandbox.pexec import netns_prefix
 from agentbon.sandbox.process import reap_process_sandboxes
+from tests.waiting import wait_until
 
 CONFIG = SandboxConfig(backend="process", memory="512m", exec_timeout_s=20.0, output_limit=2000)
 
@@ -84,14 +84,12 @@ def _running(pid: int) -> bool:
 def test_background_jobs_end_with_their_command_and_close_kills_the_rest(process_backend, tiny_task):
     sandbox = process_backend.open(tiny_task, {"run_id": "proctest"})
     result = sandbox.exec("sleep 300 & echo $!")
-    time.sleep(0.2)
-    assert not _running(int(result.output))
+    assert wait_until(lambda: not _running(int(result.output)))
     escaped = sandbox.exec("setsid sleep 301 > /dev/null 2>&1 & echo started")
     assert escaped.ok and escaped.duration_s < 5
     sandbox.close()
     assert not Path(sandbox.workdir).exists()
-    time.sleep(0.2)
-    assert "sleep 301" not in os.popen("ps -eo stat=,args= | grep -v '^Z'").read()
+    assert wait_until(lambda: "sleep 301" not in os.popen("ps -eo stat=,args= | grep -v '^Z'").read())
 
 
 def test_files_diff_and_paths(pbox, tmp_path):
