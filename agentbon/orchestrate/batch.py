@@ -211,6 +211,8 @@ def run_batch(
                 if warning:
                     record(Warning(message=warning))
                 _drive(tasks, config, record, factories, cluster, result, service)
+                # Whatever a failure left behind (a container the engine could not remove while it restarted).
+                reap_everywhere(config, factories, {"run": run_id})
             finally:
                 _record_model_stats(service, record)
                 service.stop()

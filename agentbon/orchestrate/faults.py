@@ -75,8 +75,10 @@ TAXONOMY: tuple[Row, ...] = (
     Row("Docker engine API error (disk full, daemon 500, bad network name)", _docker_errors(), True, "infra_error"),
     Row("model server down or its engine dead", (ServerFailure,), True, "infra_error", server=True),
     Row("model server overloaded (timed out, answers a probe)", (ModelTimeout,), True, "infra_error"),
-    Row("endpoint refuses every request (unknown model name, authentication)", (EndpointMisconfigured,), True,
-        "infra_error"),
+    Row(
+        "endpoint refuses every request (unknown model name, authentication, a parameter it rejects)",
+        (EndpointMisconfigured,), True, "infra_error",
+    ),
     Row("rollout past its hard deadline", (RolloutDeadline,), True, "infra_error"),
     Row("any other agentbon infrastructure error", (InfraError,), True, "infra_error"),
     Row("Ray worker process or node died under the unit", RAY_INFRA, True, "infra_error"),

@@ -99,6 +99,8 @@ class RolloutStage:
         rollout = outcome.rollout
         if rollout.status == "infra_error":
             unit.node_id = unit.node_id or outcome.node_id
+            if failure is None:
+                self._reap(unit)  # its sandbox's removal may have failed with the engine (restarting, gone)
             not_needed = book.stopped and spec.index >= book.fixed  # the task passed meanwhile
             retry = not not_needed and state.retry.allows(spec.attempt)
             seen = failure or Failure(rollout.exit_status, rollout.error or "", True, traceback=rollout.traceback or "")

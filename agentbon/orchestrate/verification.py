@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import ray
 
+from agentbon.orchestrate.cluster import reap_async
 from agentbon.orchestrate.early_stop import Saved, add, should_stop, stop_task
 from agentbon.orchestrate.faults import Failure
 from agentbon.orchestrate.outcomes import record_infra
@@ -46,6 +47,8 @@ class VerifyStage:
         state.books[unit.task_id].verifying -= 1
         if verdicts is None:
             assert failure is not None
+            labels = {"run": state.run_id, "rollout": rollout.rollout_id, "attempt": f"verify-{unit.attempt}"}
+            state.background += reap_async(state.config, state.factories, labels, [unit.node_id] if unit.node_id else None)
             reason = f"{failure.kind}: {failure.message}"
             verdicts = [_infra_verdict(rollout, role, reason) for role in unit.roles]
         self.record(rollout, [v for v in verdicts if v.status != "infra_error"])

@@ -130,6 +130,8 @@ def run_verify(
     """
     report_start(tracker, f"verify:{rollout.rollout_id}:{attempt}")
     verifier = cached("verifier", factories.verifier, config)
+    if hasattr(verifier, "with_labels"):  # its containers carry the unit's name: a dead unit's are reaped by it
+        verifier = verifier.with_labels(rollout=rollout.rollout_id, attempt=f"verify-{attempt}")
     out: dict[Role, Verdict] = {}
     run_roles: list[Role] = ["grade"] if task.evidence_is_grade else list(roles)
     for role in run_roles:

@@ -16,6 +16,7 @@ A failed command is data; a sandbox that is gone (``InfraError``) makes an ``inf
 
 from __future__ import annotations
 
+import copy
 import json
 import secrets
 import shlex
@@ -82,6 +83,13 @@ class TestVerifier:
         self.cache = cache if cache is not None else (VerdictCache() if self.config.dedupe else None)
         self.labels = labels or {}
         self.output_limit = output_limit
+
+    def with_labels(self, **labels: str) -> TestVerifier:
+        """This verifier with more container labels (the orchestrator names the unit, so a dead one's container
+        can be reaped); it shares the backend and the cache."""
+        other = copy.copy(self)
+        other.labels = {**self.labels, **labels}
+        return other
 
     def verify(self, task: Task, rollout: Rollout, role: Role) -> Verdict:
         """Run the role's tests on the rollout's patch; identical patches share one verification."""
