@@ -1,8 +1,13 @@
 """A synchronous client for any OpenAI-compatible chat endpoint (vLLM, llama.cpp's server, hosted APIs).
 
-Errors are sorted into the two kinds the orchestrator treats differently: the server is gone or its
-engine is dead (``ServerFailure``, an infra error: restart the server, retry the rollout) versus the
-model answered unusably (``ModelError``: the sample's own failure, never retried).
+Errors are sorted into the kinds the orchestrator treats differently (``replies.classify_status``):
+
+- the server is gone or its engine is dead: ``ServerFailure``, an infra error (restart the server, retry the rollout);
+- the endpoint refuses every request whatever the conversation: ``EndpointMisconfigured``, an infra error that no
+  retry fixes (401 / 403: the API key; 404: an unknown model name or a wrong ``--endpoint`` path; a 400 / 422
+  naming a request parameter: a sampling setting the server does not take);
+- the model answered unusably, or the server refused this conversation: ``ModelError``, the sample's own failure,
+  never retried (``ContextLengthExceeded`` when the conversation outgrew the context window).
 """
 
 from __future__ import annotations
@@ -17,7 +22,13 @@ from typing import Any
 
 import httpx
 
-from agentbon.errors import ConfigError, ContextLengthExceeded, ModelError, ModelTimeout, ServerFailure
+from agentbon.errors import (
+    ContextLengthExceeded,
+    EndpointMisconfigured,
+    ModelError,
+    ModelTimeout,
+    ServerFailure,
+)
 from agentbon.models.replies import classify_status, parse_choices
 
 
@@ -59,7 +70,8 @@ class OpenAIClient:
         )
 
     def chat(self, messages: Sequence[dict[str, Any]], *, seed: int | None = None, **sampling: Any):
-        """One completion. Raises ``ServerFailure`` when the server is gone, ``ModelError`` on an unusable reply."""
+        """One completion. Raises ``ServerFailure`` when the server is gone, ``EndpointMisconfigured`` when it refuses
+        every request, ``ModelError`` on an unusable reply or a conversation it refuses."""
         return self._complete(messages, seed, 1, sampling)[0]
 
     def chat_n(
@@ -154,7 +166,20 @@ class OpenAIClient:
             if kind == "context":
                 raise ContextLengthExceeded(f"{url}: HTTP {status}: {text[:300]}")
             if kind == "auth":
-                raise ConfigError(f"{url}: HTTP {status}, the API key was rejected (model.api_key): {text[:200]}")
+                raise EndpointMisconfigured(
+                    f"{url}: HTTP {status}, the API key was rejected (set model.api_key): {text[:200]}"
+                )
+            if kind == "not_found":
+                raise EndpointMisconfigured(
+                    f"{url}: HTTP {status}, the endpoint does not serve model {self.name!r} or has no such path "
+                    f"(GET {self.base_url}/models lists its names; --model NAME picks one; --endpoint ends in /v1): "
+                    f"{text[:200]}"
+                )
+            if kind == "parameter":
+                raise EndpointMisconfigured(
+                    f"{url}: HTTP {status}, the endpoint refuses a parameter sent with every request "
+                    f"(check the model.* sampling settings): {text[:300]}"
+                )
             if kind == "client":
                 raise ModelError(f"{url}: HTTP {status}: {text[:300]}")
             if attempt > self.retries:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
@@ -9,7 +10,7 @@ from agentbon.errors import ModelError, ServerFailure
 from agentbon.protocols import ChatResponse
 from agentbon.types import Usage
 
-ErrorKind = Literal["dead", "context", "auth", "client", "retry"]
+ErrorKind = Literal["dead", "context", "auth", "not_found", "parameter", "client", "retry"]
 
 # vLLM keeps its API process up after the engine core dies and answers every request with HTTP 500
 # naming one of these (models.md, "Known crash"); retrying the same server cannot help.
@@ -20,23 +21,64 @@ _DEAD = re.compile(
 )
 _CONTEXT = re.compile(
     r"context (length|window)|maximum context|max_model_len|exceed\w* (the )?(context|maximum)|"
-    r"prompt is too long|too many tokens",
+    r"prompt is too long|too many tokens|longer than the maximum model length",
     re.IGNORECASE,
 )
+# An unknown model name: vLLM "The model `X` does not exist." (404), OpenAI code "model_not_found" (404; some
+# proxies answer 400).
+_UNKNOWN_MODEL = re.compile(r"model_not_found|\bmodel\b[^.]{0,200}\bdoes not exist|unknown model", re.IGNORECASE)
+# A request parameter the server refuses whatever the conversation: every request carries it, so every one fails.
+_PARAMETER = re.compile(
+    r"unsupported[_ ](parameter|value)|unknown[_ ]parameter|unrecognized request argument|"
+    r"extra inputs are not permitted|extra_forbidden",
+    re.IGNORECASE,
+)
+_CONVERSATION_FIELDS = frozenset({"messages", "prompt", "input", "input_tokens"})
 RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
 
 
 def classify_status(status: int, body: str) -> ErrorKind:
-    """What an HTTP error status (>= 400) means for the caller: retry, or which error to raise."""
+    """What an HTTP error status (>= 400) means for the caller: retry, or which error to raise.
+
+    ``dead``: the engine is dead (restart the server). ``retry``: transient (5xx, 429, 408). ``auth`` (401, 403),
+    ``not_found`` (404: unknown model name, or no such path under the endpoint) and ``parameter`` (a 400 / 422 that
+    names a request parameter, not the conversation: the same refusal awaits every request) are the endpoint's
+    configuration: no retry of the rollout fixes them. ``context``: this conversation is too long (the rollout's own
+    outcome). ``client``: any other 4xx, taken as this request's own fault (a conversation the server refuses).
+    """
     if status >= 500 and _DEAD.search(body):
         return "dead"
     if status in RETRY_STATUSES or status >= 500:
         return "retry"
     if status in (401, 403):
         return "auth"
-    if _CONTEXT.search(body):
+    if status == 404 or _UNKNOWN_MODEL.search(body):
+        return "not_found"
+    if _CONTEXT.search(body):  # before "parameter": vLLM names max_tokens when prompt + max_tokens overflow
         return "context"
+    if _PARAMETER.search(body) or _names_parameter(body):
+        return "parameter"
     return "client"
+
+
+def _names_parameter(body: str) -> bool:
+    """True when an error body points at a request parameter other than the conversation (OpenAI and vLLM
+    ``error.param``; FastAPI / pydantic 422 ``detail[].loc``)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    if not isinstance(data, dict):
+        return False
+    error = data.get("error")
+    if isinstance(error, dict) and isinstance(error.get("param"), str) and error["param"]:
+        return error["param"].split(".")[0] not in _CONVERSATION_FIELDS
+    detail = data.get("detail")
+    if isinstance(detail, list):
+        fields = [d["loc"][1] for d in detail if isinstance(d, dict) and isinstance(d.get("loc"), list | tuple)
+                  and len(d["loc"]) > 1 and d["loc"][0] == "body"]  # fmt: skip
+        return bool(fields) and all(f not in _CONVERSATION_FIELDS for f in fields)
+    return False
 
 
 def parse_choices(data: dict[str, Any], *, latency_s: float, where: str) -> list[ChatResponse]:

@@ -6,13 +6,13 @@ sends the request to the least-loaded one instead, and a dead engine is taken ou
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from agentbon.errors import AgentbonError, ContextLengthExceeded, ModelError, ServerFailure
+from agentbon.errors import AgentbonError, ServerFailure
+from agentbon.models.vllm_engine import is_request_error, request_error
 from agentbon.protocols import ChatResponse
 
 
@@ -84,9 +84,6 @@ class Router:
             return {"load": list(self.load), "dead": sorted(self.dead), "home": self.home_hits, "spills": self.spills}
 
 
-_CONTEXT = re.compile(r"max_model_len|maximum (context|model) length|longer than the maximum", re.IGNORECASE)
-
-
 class RoutedModel:
     """A ``Model`` bound to one task: each call goes to the engine the router picks. Picklable (Ray handles)."""
 
@@ -130,10 +127,8 @@ class RoutedModel:
             cause = getattr(e, "cause", None)
             if isinstance(cause, AgentbonError):
                 raise cause from e
-            if isinstance(cause, ValueError) and _CONTEXT.search(str(cause)):
-                raise ContextLengthExceeded(f"vLLM engine {engine}: {cause}") from e
-            if isinstance(cause, ValueError | TypeError):
-                raise ModelError(f"vLLM engine {engine} rejected the request: {cause}") from e
+            if cause is not None and is_request_error(cause):  # this request's own fault (isolated by the engine)
+                raise request_error(cause, f"vLLM engine {engine}") from e
             raise ServerFailure(f"vLLM engine {engine} failed: {type(cause).__name__}: {cause}") from e
         finally:
             self.router.release.remote(engine)

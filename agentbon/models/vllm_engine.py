@@ -4,19 +4,27 @@
 each rollout's ``chat`` call queues its request and waits; one batcher thread takes everything queued
 and runs it as a single ``LLM.chat`` batch, so rollouts that ask at the same time are decoded together
 and share the prefix cache (on by default here).
+
+A request's own failure fails that request only. ``LLM.chat`` validates every request of a batch before it
+generates anything (prompt longer than ``max_model_len``, sampling parameters the engine refuses) and raises a
+request error (``VLLMValidationError``) for the whole call, aborting the requests it had already added. So when a
+batch raises a request error (``is_request_error``), the batcher splits it in halves and runs each again until the
+offending request is alone: it gets its error (``request_error``), its batchmates their answers, and no request
+is generated twice. Any other exception is the engine's (CUDA error, dead engine core) and fails the whole batch.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from agentbon.errors import MissingExtra, ModelError
+from agentbon.errors import AgentbonError, ContextLengthExceeded, EndpointMisconfigured, MissingExtra, ModelError
 from agentbon.protocols import ChatResponse
 from agentbon.types import Usage
 
@@ -28,14 +36,50 @@ _SAMPLING = {
 }  # fmt: skip
 
 
+_CLIENT_ERRORS = frozenset({"VLLMClientError", "VLLMValidationError"})
+"""vLLM's request errors by name (the driver has no vllm to import): a ``ValueError`` in older versions, their own
+``VLLMError`` tree in newer ones (0.32: ``VLLMValidationError`` < ``VLLMClientError`` < ``VLLMError`` < ``Exception``).
+"""
+
+
+def is_request_error(e: BaseException) -> bool:
+    """True when vLLM refused one request (too long, bad sampling parameters, a conversation its template refuses),
+    not when the engine failed."""
+    return isinstance(e, ValueError | TypeError) or any(c.__name__ in _CLIENT_ERRORS for c in type(e).__mro__)
+
+
+_CONTEXT = re.compile(
+    r"max_model_len|maximum (context|model) length|longer than the maximum|context (length|window)", re.IGNORECASE
+)
+_CONVERSATION = frozenset({"messages", "prompt", "input", "input_tokens", "prompt_tokens"})
+
+
+def request_error(e: BaseException, where: str = "vLLM engine") -> AgentbonError:
+    """The error for a request vLLM rejected on its own: ``ContextLengthExceeded`` when it is too long (the
+    rollout's outcome); ``EndpointMisconfigured`` when it names a sampling parameter (``VLLMValidationError
+    .parameter``: the same refusal awaits every request, a config fix); else ``ModelError`` (a conversation the
+    chat template refuses: this request's own fault)."""
+    if isinstance(e, AgentbonError):
+        return e
+    if _CONTEXT.search(str(e)):
+        return ContextLengthExceeded(f"{where}: {e}")
+    parameter = getattr(e, "parameter", None)
+    if isinstance(parameter, str) and parameter and parameter not in _CONVERSATION:
+        return EndpointMisconfigured(f"{where} refuses the sampling parameter {parameter!r} (check model.*): {e}")
+    return ModelError(f"{where} rejected the request: {type(e).__name__}: {e}")
+
+
 def sampling_kwargs(seed: int | None, n: int, sampling: dict[str, Any]) -> dict[str, Any]:
-    """OpenAI-style sampling arguments as ``SamplingParams`` keyword arguments; unknown names are a ModelError."""
+    """OpenAI-style sampling arguments as ``SamplingParams`` keyword arguments.
+
+    An unknown name is ``EndpointMisconfigured``: it comes from the config or the caller, so every request fails alike.
+    """
     sampling = dict(sampling)
     wants_logprobs, top = sampling.pop("logprobs", None), sampling.pop("top_logprobs", None)
     out: dict[str, Any] = {"n": n}
     for key, value in sampling.items():
         if key not in _SAMPLING:
-            raise ModelError(f"sampling parameter {key!r} is not supported by the vLLM engine")
+            raise EndpointMisconfigured(f"sampling parameter {key!r} is not supported by the vLLM engine")
         if value is not None:
             out[_SAMPLING[key]] = value
     if wants_logprobs:  # vLLM returns the sampled token's logprob plus the top k
@@ -86,6 +130,10 @@ def _logprobs(completion: Any) -> list[dict[str, Any]] | None:
     return out
 
 
+Request = tuple[list[dict[str, Any]], Any, Future[list[ChatResponse]]]
+"""One queued request: the conversation, its ``SamplingParams``, the future its caller waits on."""
+
+
 class BatchingEngine:
     """Queues chat requests from many threads and runs them through ``llm.chat`` in batches.
 
@@ -95,11 +143,12 @@ class BatchingEngine:
 
     def __init__(self, llm: Any, make_params: Callable[..., Any], max_batch: int = 256):
         self.llm, self.make_params, self.max_batch = llm, make_params, max_batch
-        self._queue: queue.Queue[tuple[list[dict[str, Any]], Any, Future[list[ChatResponse]]] | None] = queue.Queue()
+        self._queue: queue.Queue[Request | None] = queue.Queue()
         self.batches: list[int] = []
-        """Sizes of the batches run so far (for tests and stats)."""
-        self.totals = {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
-        """Token counts of the requests answered so far; cached / prompt is the prefix-cache hit rate."""
+        """Sizes of the ``llm.chat`` calls made so far, re-runs of a split batch included (for tests and stats)."""
+        self.totals = {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "rejected": 0}
+        """Token counts of the requests answered so far (cached / prompt is the prefix-cache hit rate), and the
+        number of requests the engine rejected on their own (too long, bad parameters)."""
         self._thread = threading.Thread(target=self._loop, name="vllm-batcher", daemon=True)
         self._thread.start()
 
@@ -107,10 +156,19 @@ class BatchingEngine:
         self, messages: Sequence[dict[str, Any]], seed: int | None = None, n: int = 1, **sampling: Any
     ) -> list[ChatResponse]:
         """``n`` completions of ``messages``; blocks until the batch holding this request is done."""
-        params = self.make_params(**sampling_kwargs(seed, n, sampling))
+        return self.submit(messages, seed, n, **sampling).result()
+
+    def submit(
+        self, messages: Sequence[dict[str, Any]], seed: int | None = None, n: int = 1, **sampling: Any
+    ) -> Future[list[ChatResponse]]:
+        """Queue one request for the next batch; its future holds the completions or this request's error."""
+        try:
+            params = self.make_params(**sampling_kwargs(seed, n, sampling))
+        except (ValueError, TypeError) as e:  # SamplingParams refuses a value (temperature < 0): the config's fault
+            raise EndpointMisconfigured(f"vLLM refuses the sampling settings (check model.*): {e}") from e
         future: Future[list[ChatResponse]] = Future()
         self._queue.put((list(messages), params, future))
-        return future.result()
+        return future
 
     def _loop(self) -> None:
         while True:
@@ -127,17 +185,34 @@ class BatchingEngine:
                     self._queue.put(None)  # finish this batch, then stop
                     break
                 batch.append(item)
-            self._run(batch)
+            try:
+                self._run(batch)
+            except BaseException as e:  # a bug of ours: fail the batch's requests, keep the batcher alive
+                for _, _, future in batch:
+                    if not future.done():
+                        future.set_exception(e)
 
-    def _run(self, batch: list[tuple[list[dict[str, Any]], Any, Future[list[ChatResponse]]]]) -> None:
+    def _run(self, batch: list[Request]) -> None:
         self.batches.append(len(batch))
         start = time.monotonic()
         try:
             outputs = self.llm.chat([m for m, _, _ in batch], sampling_params=[p for _, p, _ in batch], use_tqdm=False)
-        except Exception as e:  # the engine failed the whole batch: every waiting rollout gets the error
-            for _, _, future in batch:
-                future.set_exception(e)
+        except Exception as e:
+            if not is_request_error(e):  # the engine itself failed: every waiting rollout gets the error
+                for _, _, future in batch:
+                    future.set_exception(e)
+                return
+            # One request's fault fails vLLM's whole call: find it, run the others.
+            if len(batch) == 1:
+                self.totals["rejected"] += 1
+                batch[0][2].set_exception(request_error(e))
+                return
+            half = len(batch) // 2
+            self._run(batch[:half])
+            self._run(batch[half:])
             return
+        if len(outputs) != len(batch):
+            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for a batch of {len(batch)} requests")
         latency = time.monotonic() - start
         for (_, _, future), output in zip(batch, outputs, strict=True):
             responses = responses_of(output, latency)
@@ -153,7 +228,7 @@ class BatchingEngine:
             totals["completion_tokens"] += r.usage.completion_tokens
 
     def stats(self) -> dict[str, int]:
-        """Requests, batches and token counts so far (prompt, cached prompt, completion)."""
+        """Requests, batches and token counts so far (prompt, cached prompt, completion), and requests rejected."""
         return {**self.totals, "batches": len(self.batches)}
 
     def close(self) -> None:

@@ -8,7 +8,14 @@ import time
 
 import pytest
 
-from agentbon.errors import ConfigError, ContextLengthExceeded, InfraError, ModelError, ModelTimeout, ServerFailure
+from agentbon.errors import (
+    ContextLengthExceeded,
+    EndpointMisconfigured,
+    InfraError,
+    ModelError,
+    ModelTimeout,
+    ServerFailure,
+)
 from agentbon.models.openai_client import OpenAIClient
 from tests.models.fake_openai import FakeOpenAIServer, Reply, completion, echo_seed
 
@@ -66,26 +73,81 @@ def test_429_is_retried_honouring_retry_after():
     assert time.monotonic() - start >= 0.4
 
 
-@pytest.mark.parametrize("status", [400, 404, 422])
-def test_client_errors_are_model_errors_and_never_retried(status):
-    with FakeOpenAIServer(lambda i, b: Reply(status, {"error": "bad request"})) as srv, client(srv.url) as c:
+@pytest.mark.parametrize(
+    "status, body",
+    [
+        (400, {"error": "bad request"}),
+        (422, {"error": "bad request"}),
+        # A conversation the chat template refuses: this request's own fault.
+        (400, {"error": {"message": "Conversation roles must alternate user/assistant", "param": None}}),
+        (422, {"detail": [{"loc": ["body", "messages", 1, "role"], "msg": "Input should be 'user'"}]}),
+    ],
+)
+def test_client_errors_about_the_request_are_model_errors_and_never_retried(status, body):
+    with FakeOpenAIServer(lambda i, b: Reply(status, body)) as srv, client(srv.url) as c:
         with pytest.raises(ModelError, match=f"HTTP {status}") as e:
             c.chat(MSGS)
     assert not isinstance(e.value, InfraError)
     assert len(srv.requests) == 1
 
 
-def test_context_overflow_is_its_own_model_error():
-    msg = {"error": {"message": "Requested tokens (9000) exceed context window of 8192"}}
-    with FakeOpenAIServer(lambda i, b: Reply(400, msg)) as srv, client(srv.url) as c:
+@pytest.mark.parametrize(
+    "status, body",
+    [
+        (404, {"error": {"message": "The model `gpt-4o` does not exist.", "type": "NotFoundError", "code": 404}}),
+        (404, {"error": {"message": "The model `x` does not exist", "code": "model_not_found", "param": None}}),
+        (400, {"error": {"message": "model_not_found: unknown model 'x'"}}),
+        (404, {"detail": "Not Found"}),  # --endpoint without /v1
+    ],
+)
+def test_an_unknown_model_or_path_is_a_misconfigured_endpoint_never_retried(status, body):
+    with FakeOpenAIServer(lambda i, b: Reply(status, body)) as srv, client(srv.url, retries=5) as c:
+        with pytest.raises(EndpointMisconfigured, match=f"HTTP {status}, the endpoint does not serve model 'm'") as e:
+            c.chat(MSGS)
+    assert isinstance(e.value, InfraError) and "--model NAME" in str(e.value)
+    assert len(srv.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"error": {"message": "Unsupported parameter: 'top_k'", "code": "unsupported_parameter", "param": "top_k"}},
+        {"error": {"message": "Unrecognized request argument supplied: top_k", "param": None}},
+        {"error": {"message": "logprobs must be <= 5", "type": "BadRequestError", "param": "top_logprobs"}},
+        {"detail": [{"loc": ["body", "temperature"], "msg": "Input should be a valid number"}]},
+    ],
+)
+def test_a_parameter_the_server_refuses_for_every_request_is_a_misconfigured_endpoint(body):
+    with FakeOpenAIServer(lambda i, b: Reply(400, body)) as srv, client(srv.url) as c:
+        with pytest.raises(EndpointMisconfigured, match="refuses a parameter sent with every request"):
+            c.chat(MSGS)
+    assert len(srv.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "message, param",
+    [
+        ("Requested tokens (9000) exceed context window of 8192", None),
+        # vLLM names max_tokens when prompt + max_tokens overflow: still this conversation's length.
+        ("'max_tokens' is too large: 4096. This model's maximum context length is 8192 tokens and your request has "
+         "5000 input tokens (4096 > 8192 - 5000).", "max_tokens"),
+        ("The decoder prompt (length 9000) is longer than the maximum model length of 8192.", "input_tokens"),
+    ],
+)  # fmt: skip
+def test_context_overflow_is_its_own_model_error(message, param):
+    body = {"error": {"message": message, "type": "BadRequestError", "param": param}}
+    with FakeOpenAIServer(lambda i, b: Reply(400, body)) as srv, client(srv.url) as c:
         with pytest.raises(ContextLengthExceeded):
             c.chat(MSGS)
 
 
-def test_rejected_api_key_is_a_config_error():
-    with FakeOpenAIServer(lambda i, b: Reply(401, {"error": "invalid api key"})) as srv, client(srv.url) as c:
-        with pytest.raises(ConfigError, match="api_key"):
+@pytest.mark.parametrize("status", [401, 403])
+def test_rejected_api_key_is_a_misconfigured_endpoint_never_retried(status):
+    with FakeOpenAIServer(lambda i, b: Reply(status, {"error": "invalid api key"})) as srv, client(srv.url) as c:
+        with pytest.raises(EndpointMisconfigured, match="model.api_key") as e:
             c.chat(MSGS)
+    assert isinstance(e.value, InfraError)
+    assert len(srv.requests) == 1
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from agentbon.errors import ContextLengthExceeded, MissingExtra, ModelError, ServerFailure
-from agentbon.models.fake_vllm import FakeEngineActor, FakeLLM, FakeSamplingParams
+from agentbon.errors import ContextLengthExceeded, EndpointMisconfigured, MissingExtra, ModelError, ServerFailure
+from agentbon.models.fake_vllm import FakeEngineActor, FakeLLM, FakeSamplingParams, VLLMValidationError
 from agentbon.models.router import EnginePool
-from agentbon.models.vllm_engine import BatchingEngine, EngineActor, sampling_kwargs
+from agentbon.models.vllm_engine import BatchingEngine, EngineActor, is_request_error, request_error, sampling_kwargs
 
 
 def msgs(text: str) -> list[dict]:
@@ -27,7 +27,7 @@ def test_sampling_maps_openai_names_and_rejects_unknown_ones():
     assert kw == {"n": 3, "temperature": 0.8, "max_tokens": 64, "stop": ["x"], "seed": 7}
     assert sampling_kwargs(None, 1, {"logprobs": True, "top_logprobs": 5})["logprobs"] == 5
     assert "logprobs" not in sampling_kwargs(None, 1, {"logprobs": False, "top_logprobs": 5})
-    with pytest.raises(ModelError, match="'best_of' is not supported"):
+    with pytest.raises(EndpointMisconfigured, match="'best_of' is not supported"):  # every request alike: config
         sampling_kwargs(None, 1, {"best_of": 2})
 
 
@@ -66,12 +66,96 @@ def test_logprobs_come_back_in_the_chat_shape():
     engine.close()
 
 
-def test_an_engine_failure_fails_every_request_in_the_batch_and_the_engine_keeps_serving():
-    engine = BatchingEngine(FakeLLM(), FakeSamplingParams)
-    with pytest.raises(RuntimeError, match="illegal memory access"):
-        engine.chat(msgs("CRASH"))
+class GatedLLM(FakeLLM):
+    """A ``FakeLLM`` whose first call waits for ``gate``: requests submitted meanwhile queue up as one batch."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.entered, self.gate = threading.Event(), threading.Event()
+
+    def chat(self, messages, sampling_params, use_tqdm=False):
+        if not self.entered.is_set():
+            self.entered.set()
+            assert self.gate.wait(60), "the test never opened the gate"
+        return super().chat(messages, sampling_params, use_tqdm)
+
+
+def queued_batch(llm: GatedLLM, engine: BatchingEngine, requests: list[tuple[str, dict]]) -> list:
+    """Submit ``requests`` while the engine is busy with a first one, so the batcher takes them as one batch."""
+    blocker = engine.submit(msgs("blocker"))
+    assert llm.entered.wait(60)
+    futures = [engine.submit(msgs(text), i, **kw) for i, (text, kw) in enumerate(requests)]
+    llm.gate.set()
+    assert blocker.result(60)[0].content == "blocker seed=None i=0"
+    return futures
+
+
+def test_the_fake_engine_like_vllm_rejects_the_whole_call_when_one_prompt_is_too_long():
+    llm = FakeLLM(max_model_len=12)
+    ok, long = msgs("short"), msgs("a question of many words that does not fit")
+    with pytest.raises(VLLMValidationError, match="maximum context length is 12 tokens"):
+        llm.chat([ok, long], [FakeSamplingParams(), FakeSamplingParams()])
+    with pytest.raises(VLLMValidationError, match="greater than max allowed: 20"):
+        llm.chat([ok, ok], [FakeSamplingParams(), FakeSamplingParams(logprobs=30)])
+    assert llm.seen == []  # nothing of a rejected call was generated
+
+
+def test_an_over_long_conversation_fails_alone_and_its_batchmates_finish():
+    llm = GatedLLM(max_model_len=14)
+    engine = BatchingEngine(llm, FakeSamplingParams)
+    requests = [("q0", {}), ("TOOLONG", {}), ("q2", {}), ("q3 " + "word " * 20, {}), ("q4", {}),
+                ("q5", {"logprobs": True, "top_logprobs": 30}), ("q6", {})]  # fmt: skip
+    futures = queued_batch(llm, engine, requests)
+    outcomes = [f.exception(60) or f.result()[0].content for f in futures]
+    assert llm.batch_sizes[1] == 7  # the seven were tried as one batch, which vLLM rejects as a whole
+    for i in (0, 2, 4, 6):
+        assert outcomes[i] == f"q{i} seed={i} i=0"
+    assert isinstance(outcomes[1], ContextLengthExceeded) and "at least 40000 input tokens" in str(outcomes[1])
+    assert isinstance(outcomes[3], ContextLengthExceeded) and "at least 30 input tokens" in str(outcomes[3])
+    assert isinstance(outcomes[5], EndpointMisconfigured) and "'logprobs'" in str(outcomes[5])  # a config fix
+    assert len(llm.seen) == 1 + 4  # the blocker and the four good requests, each generated exactly once
+    assert engine.stats()["rejected"] == 3 and engine.stats()["requests"] == 5
     assert engine.chat(msgs("after"))[0].content == "after seed=None i=0"
     engine.close()
+
+
+def test_an_engine_failure_fails_every_request_in_the_batch_and_the_engine_keeps_serving():
+    llm = GatedLLM()
+    engine = BatchingEngine(llm, FakeSamplingParams)
+    futures = queued_batch(llm, engine, [("q0", {}), ("CRASH", {}), ("q2", {})])
+    for f in futures:  # the engine itself failed (not one request): nobody's answer can be trusted
+        with pytest.raises(RuntimeError, match="illegal memory access"):
+            f.result(60)
+    assert llm.batch_sizes[1:] == [3]  # not split and re-run: an engine failure is not one request's fault
+    assert engine.chat(msgs("after"))[0].content == "after seed=None i=0"
+    engine.close()
+
+
+def test_sampling_values_sampling_params_refuses_are_a_misconfiguration_not_the_rollouts_fault():
+    def strict_params(**kw):
+        if kw.get("temperature", 1.0) < 0:
+            raise ValueError(f"temperature must be non-negative, got {kw['temperature']}.")
+        return FakeSamplingParams(**kw)
+
+    engine = BatchingEngine(FakeLLM(), strict_params)
+    with pytest.raises(EndpointMisconfigured, match="temperature must be non-negative"):
+        engine.chat(msgs("q"), temperature=-1.0)
+    assert engine.chat(msgs("q"), temperature=0.5)[0].content == "q seed=None i=0"
+    engine.close()
+
+
+def test_vllm_request_errors_are_told_from_engine_failures_by_class():
+    assert is_request_error(VLLMValidationError("logprobs", parameter="logprobs"))  # vllm 0.32: not a ValueError
+    assert is_request_error(ValueError("The decoder prompt (length 9) is longer"))  # older vllm
+    assert not is_request_error(RuntimeError("CUDA error: an illegal memory access was encountered"))
+
+
+def test_a_conversation_the_engine_refuses_is_that_requests_model_error():
+    assert type(request_error(ValueError("Conversation roles must alternate user/assistant"))) is ModelError
+    assert (
+        type(request_error(ValueError("The decoder prompt (length 9) is longer than the maximum model length of 8")))
+        is ContextLengthExceeded
+    )
 
 
 def test_engine_actor_without_vllm_names_the_extra():
@@ -113,12 +197,12 @@ class TestEnginePoolOnRay:
             assert [r.content for r in out] == [f"q seed=11 i={i}" for i in range(3)]
             assert model.name == "fake-model"
 
-    def test_bad_requests_are_model_errors_and_a_dead_engine_is_a_server_failure(self):
+    def test_bad_requests_fail_alone_and_a_dead_engine_is_a_server_failure(self):
         with self.pool(engines=2) as pool:
             model = pool.model_for("t")
             with pytest.raises(ContextLengthExceeded):
                 model.chat(msgs("TOOLONG"))
-            with pytest.raises(ModelError, match="not supported"):
+            with pytest.raises(EndpointMisconfigured, match="not supported"):
                 model.chat(msgs("x"), best_of=3)
             with pytest.raises(ServerFailure, match="failed: RuntimeError"):
                 model.chat(msgs("CRASH"))
@@ -127,6 +211,23 @@ class TestEnginePoolOnRay:
             # The dead engine is out of the rotation: the task's next request goes to the other one.
             assert model.chat(msgs("still here")).content == "still here seed=None i=0"
             assert len(pool.stats()["dead"]) == 1
+
+    def test_an_over_long_rollout_fails_alone_while_its_batchmates_on_the_engine_finish(self):
+        with self.pool(engines=1, engine_kwargs={"delay_s": 0.2}) as pool:
+            models = [pool.model_for("t") for _ in range(6)]
+            texts = ["q0", "q1", "TOOLONG", "q3", "q4", "q5"]
+
+            def ask(i: int):
+                try:
+                    return models[i].chat(msgs(texts[i]), seed=i).content
+                except ContextLengthExceeded as e:
+                    return e
+
+            with ThreadPoolExecutor(6) as ex:
+                out = list(ex.map(ask, range(6)))
+            assert isinstance(out[2], ContextLengthExceeded) and "maximum context length" in str(out[2])
+            assert [o for i, o in enumerate(out) if i != 2] == [f"q{i} seed={i} i=0" for i in (0, 1, 3, 4, 5)]
+            assert pool.stats()["engines"][0]["rejected"] == 1
 
     def test_engines_that_cannot_be_placed_fail_with_a_resource_hint(self):
         with pytest.raises(ServerFailure, match="not ready within 2s.*1 GPU"):
