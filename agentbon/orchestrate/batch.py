@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from agentbon.orchestrate.events import Display, EarlyStop, End, ModelStats, Pla
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.plan import ROLES, plan_run
 from agentbon.orchestrate.selection import SelectionStage
+from agentbon.orchestrate.verification import kind_of
 from agentbon.preflight import require_preflight
 from agentbon.store import RunStore
 from agentbon.types import Task
@@ -169,16 +171,20 @@ def infra_left(store: RunStore, tasks: list[Task]) -> InfraLeft:
     for role in ROLES:
         for rid, v in store.verdicts(role).items():
             if v.status == "infra_error" and rid in rollouts and rollouts[rid].status != "infra_error":
-                kind = v.reason.partition(":")[0] or "?"
+                kind = kind_of(v.reason)[0]
                 out.verdicts[kind] = out.verdicts.get(kind, 0) + 1
     return out
 
 
 def run_batch(
     tasks: list[Task], config: RunConfig, *, suite: str = "suite", factories: Factories | None = None,
-    emit: Display | None = None,
+    emit: Display | None = None, before_drive: Callable[[RunStore], None] | None = None,
 ) -> RunResult:
-    """Run (or resume) N rollouts of every task, verify and select; record everything in the run store."""
+    """Run (or resume) N rollouts of every task, verify and select; record everything in the run store.
+
+    ``before_drive(store)`` runs under the run's lock once the store is created, before the planner reads it
+    (``agentbon eval`` writes its predictions there as finished rollouts); what it raises stops the run.
+    """
     factories = factories or Factories()
     run_id = config.run_id or default_run_id(suite, config)
     config = config.model_copy(update={"run_id": run_id})
@@ -196,6 +202,8 @@ def run_batch(
         check_resumable(store, config)
         changed = check_tasks_unchanged(store, tasks, config)
         store.create(config.model_dump(mode="json"), tasks, replace=set(changed))
+        if before_drive is not None:
+            before_drive(store)
         for problem in warnings:
             record(Warning(message=f"preflight: {problem}"))
         if changed:

@@ -54,7 +54,7 @@ class VerifyStage:
         self.record(rollout, [v for v in verdicts if v.status != "infra_error"])
         broken = [v for v in verdicts if v.status == "infra_error"]
         if broken:
-            kind, _, message = broken[0].reason.partition(": ")
+            kind, message = kind_of(broken[0].reason)
             # Past the deadline there is no time left to retry in.
             retry = kind != "RolloutDeadline" and state.retry.allows(unit.attempt)
             record_infra(state, unit, Failure(kind, message, True), retry)
@@ -119,3 +119,11 @@ def _infra_verdict(rollout: Rollout, role: Role, reason: str) -> Verdict:
         status="infra_error", reason=reason,
     )
 
+
+def kind_of(reason: str) -> tuple[str, str]:
+    """(error kind, message) of an infra verdict's reason: ``SandboxGone: ...`` names its kind; a reason the
+    verifier wrote itself (``cannot prepare the sandbox ...``) is a ``VerifyInfra``."""
+    head, sep, rest = reason.partition(": ")
+    if sep and head.isidentifier():
+        return head, rest
+    return "VerifyInfra", reason

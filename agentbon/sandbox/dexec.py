@@ -17,8 +17,11 @@ from agentbon.types import ExecResult
 
 BACKSTOP_S = 15.0
 """Seconds past ``timeout -k`` after which the host stops waiting (a frozen container, a stuck engine)."""
-LINGER_S = 1.0
-"""How long output is still read after the command ended (a background process may hold the pipe forever)."""
+LINGER_S = 3.0
+"""How long output is still read after the command ended (a background process may hold the pipe forever). Not
+shorter: on a loaded machine the reader thread can wait a second or more for a CPU, and the stream is closed
+after this, with whatever the reader had not taken yet lost (a verification's first command once came back
+with exit 0 and no output under load)."""
 POLL_MAX_S = 5.0
 """Longest interval between checks that a command whose output stream is still open is still running."""
 OOM_FILES = "/sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events"  # cgroup v1, v2

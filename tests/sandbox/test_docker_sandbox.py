@@ -112,13 +112,13 @@ def test_memory_hog_is_killed_and_reported(box):
 
 def test_background_jobs_end_with_their_command(box):
     result = box.exec("sleep 60 & echo started", timeout=30)
-    assert result.ok and result.output == "started\n" and result.duration_s < 10
+    assert result.ok and result.output == "started\n" and result.duration_s < 30  # not the sleep's 60 s
     assert box.exec("ps -e -o args | grep -c '^sleep 60$' || true").output.strip() == "0"
 
 
 def test_escaped_background_process_holding_stdout_does_not_hang_exec(box):
     result = box.exec("setsid sleep 60 & echo started", timeout=30)
-    assert result.ok and result.output == "started\n" and result.duration_s < 10
+    assert result.ok and result.output == "started\n" and result.duration_s < 30  # not the sleep's 60 s
 
 
 def test_files_in_and_out(box, tmp_path):
