@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agentbon.cli import critic, export, model, report, run, sandbox, tasks
+from agentbon.cli import critic, eval, export, model, report, run, sandbox, tasks
 
 app = typer.Typer(
     name="agentbon",
@@ -13,7 +13,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (run, report, sandbox, tasks, model, critic, export):
+for module in (run, eval, report, sandbox, tasks, model, critic, export):
     module.register(app)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -53,28 +53,66 @@ def build(
     suite: Annotated[Path, typer.Argument(help="A task folder, a suite directory or a JSONL/SWE-bench file.")],
     task_id: Annotated[list[str] | None, typer.Option("--task", "-t", help="Only these task ids.")] = None,
 ) -> None:
-    """Build (or find cached) the task images of a suite."""
-    from agentbon.sandbox import DockerBackend
+    """Get every image the suite needs ready: in the engine, else pulled, else built; a summary of each."""
+    from rich.console import Console
+
+    from agentbon.evaluate.images import Getter, needs
+    from agentbon.sandbox import docker_client
     from agentbon.tasks import load_suite
 
     tasks, errors = load_suite(suite)
     for error in errors:
         typer.secho(f"skipped: {error}", fg=typer.colors.YELLOW, err=True)
-    backend, failed = DockerBackend(), 0
-    for task in tasks:
-        if task_id and task.task_id not in task_id:
-            continue
-        started = time.monotonic()
-        try:
-            image = backend.image_for(task)
-        except AgentbonError as e:
-            failed += 1
-            typer.secho(f"{task.task_id}: {e}", fg=typer.colors.RED, err=True)
-            continue
-        how = "built" if image.built else "cached"
-        typer.echo(f"{task.task_id}: {image.ref} ({how}, {time.monotonic() - started:.1f}s)")
-    if failed or errors:
+    tasks = [t for t in tasks if not task_id or t.task_id in task_id]
+    try:
+        client = docker_client()
+    except AgentbonError as e:
+        raise _fail(e) from e
+    console = Console()
+    wanted = needs(tasks)
+    got = _get_all(Getter(client, suite), wanted, console)
+    _summary(got, console)
+    if any(g.outcome == "missing" for g in got) or errors:
         raise typer.Exit(1)
+
+
+def _get_all(getter: Any, wanted: list[Any], console: Any) -> list[Any]:
+    """Each needed image in turn, with a progress bar on a terminal and a line per step elsewhere."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if not console.is_terminal:
+        getter.say = lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)
+        return [getter.get(need) for need in wanted]
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        bar = progress.add_task("images", total=len(wanted))
+        getter.say = lambda line: progress.update(bar, description=line[:60])
+        out = []
+        for need in wanted:
+            out.append(getter.get(need))
+            progress.advance(bar)
+    return out
+
+
+def _summary(got: list[Any], console: Any) -> None:
+    from rich.table import Table
+
+    counts = {k: sum(g.outcome == k for g in got) for k in ("ready", "pulled", "built", "missing")}
+    line = ", ".join(f"{n} {k}" for k, n in counts.items())
+    if console.is_terminal:
+        table = Table(title=f"{len(got)} image(s): {line}")
+        for column in ("image", "tasks", "outcome", "how / why", "s"):
+            table.add_column(column, overflow="fold")
+        style = {"ready": "green", "pulled": "cyan", "built": "blue", "missing": "red"}
+        for g in got:
+            tasks = ", ".join(g.task_ids[:3]) + (" ..." if len(g.task_ids) > 3 else "")
+            table.add_row(g.ref, tasks, f"[{style[g.outcome]}]{g.outcome}[/]", g.how, f"{g.seconds:.1f}")
+        console.print(table)
+        return
+    for g in got:
+        console.file.write(f"{g.ref}\t{g.outcome}\t{','.join(g.task_ids)}\t{g.how}\t{g.seconds:.1f}s\n")
+    console.file.write(f"{len(got)} image(s): {line}\n")
+    console.file.flush()
 
 
 @sandbox_app.command("ls")

@@ -1,0 +1,121 @@
+"""`agentbon eval SUITE --predictions FILE`: grade patches made anywhere, as `agentbon run` grades its own.
+
+Exit codes: 0 every prediction graded (resolved or not); 2 bad input (a predictions file that cannot be read,
+predictions of several models without ``--model``, a failed preflight such as a missing image: nothing
+graded; or some entries not predictions of this suite, each named, the rest graded); 3 some predictions
+could not be graded (infrastructure: run the same command again to retry them); 130 interrupted (resume).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+_INPUT, _CLUSTER, _CONFIG, _OUT = "Input", "Cluster", "Config", "Output"
+EXIT_INPUT, EXIT_INTERRUPTED = 2, 130
+
+
+def make_factories() -> Any:
+    """The components eval uses (the real ones; tests patch this one seam). No model server is ever started."""
+    from agentbon.orchestrate import Factories
+
+    return Factories()
+
+
+def eval_command(
+    suite: Annotated[Path, typer.Argument(help="Task suite the predictions are for: SWE-bench JSON/JSONL or agentbon tasks.")],
+    predictions: Annotated[
+        Path, typer.Option("--predictions", "-p", help="Predictions: JSON list, JSON object by id, or JSONL with instance_id, model_name_or_path, model_patch.", rich_help_panel=_INPUT)
+    ],
+    model: Annotated[
+        str | None, typer.Option(help="Grade only this model_name_or_path (needed when the file holds several).", rich_help_panel=_INPUT)
+    ] = None,
+    config_files: Annotated[
+        list[Path] | None, typer.Option("-f", "--config", help="YAML config file (repeatable; later wins).", rich_help_panel=_CONFIG)
+    ] = None,
+    overrides: Annotated[
+        list[str] | None, typer.Option("-c", help="Override a setting: -c key.sub=value (repeatable).", rich_help_panel=_CONFIG)
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(help="Verifications at once (verify.concurrency).", rich_help_panel=_CLUSTER)
+    ] = None,
+    ray_address: Annotated[
+        str | None, typer.Option(help="Join this Ray cluster (host:port or auto); default: a local Ray.", rich_help_panel=_CLUSTER)
+    ] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="Where run directories live.", rich_help_panel=_OUT)] = None,
+    run_id: Annotated[
+        str | None, typer.Option(help="Run id (default: eval-<suite>-<model>-<hash of the predictions>); an existing run is resumed.", rich_help_panel=_OUT)
+    ] = None,
+) -> None:
+    """Grade given patches in fresh sandboxes (the same verifier as `run`); write eval_report.json; resumable."""
+    from rich.console import Console
+
+    from agentbon.config import load_config
+    from agentbon.errors import ConfigError
+    from agentbon.evaluate import evaluate
+    from agentbon.evaluate.table import print_report
+    from agentbon.orchestrate.cluster import sigterm_as_ctrl_c
+    from agentbon.progress import make_display
+    from agentbon.tasks import load_suite
+
+    console = Console()
+    try:
+        config = load_config(
+            config_files, overrides, ray_address=ray_address, run_dir=str(run_dir) if run_dir else None,
+            run_id=run_id, verify={"concurrency": concurrency} if concurrency else None,
+        )
+    except ConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EXIT_INPUT) from e
+    tasks, errors = load_suite(suite)
+    for error in errors:
+        typer.echo(f"task error: {error}", err=True)
+    if not tasks:
+        typer.echo(f"error: {suite}: no valid tasks", err=True)
+        raise typer.Exit(EXIT_INPUT)
+    sigterm_as_ctrl_c()
+    display = make_display(run_id or "eval", console)
+    try:
+        with display:
+            result = evaluate(
+                tasks, predictions, config, suite=str(suite), model=model, factories=make_factories(), emit=display
+            )
+    except ConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EXIT_INPUT) from e
+    except KeyboardInterrupt:
+        typer.echo("interrupted; run the same command to resume", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    print_report(result.report, console)
+    console.print(f"report: {result.report_path}", markup=False, highlight=False, soft_wrap=True)
+    _explain(console, result)
+    raise typer.Exit(result.exit_code)
+
+
+def _explain(console: Any, result: Any) -> None:
+    """Say why the exit code is not 0, naming what was not graded."""
+    if result.interrupted:
+        console.print("interrupted: run the same command to resume", markup=False, highlight=False, soft_wrap=True)
+        return
+    if result.batch is not None and result.batch.aborted:
+        console.print(f"run stopped: {result.batch.aborted}", markup=False, highlight=False, soft_wrap=True)
+    not_graded = result.report["error_ids"]
+    if not_graded:
+        shown = ", ".join(not_graded[:20]) + (f" and {len(not_graded) - 20} more" if len(not_graded) > 20 else "")
+        console.print(
+            f"{len(not_graded)} prediction(s) not graded: {shown}; run the same command to retry them (exit 3)",
+            markup=False, highlight=False, soft_wrap=True,
+        )
+    elif result.input_errors:
+        console.print(
+            f"{len(result.input_errors)} entr{'y' if len(result.input_errors) == 1 else 'ies'} of the predictions "
+            "file not graded (input errors above); everything else was graded (exit 2)",
+            markup=False, highlight=False, soft_wrap=True,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``agentbon eval``."""
+    app.command("eval", rich_help_panel="Run")(eval_command)

@@ -1,0 +1,129 @@
+"""Grade given patches with the batch runner: predictions in, ``eval_report.json`` out (``agentbon eval``).
+
+Nothing here verifies anything itself. The predictions are written into a run store as finished rollouts
+(``seed``), and ``run_batch`` does the rest as for ``agentbon run``: preflight (images included; no model
+checks, as no model server is started), fresh sandboxes on Ray, the same verifier, guard and dedupe of
+identical patches, infra retries, resume.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentbon.config import RunConfig
+from agentbon.evaluate.match import Matched, match
+from agentbon.evaluate.predictions import InputError, read_predictions
+from agentbon.evaluate.report import build_report, write_report
+from agentbon.evaluate.seed import Seeder, conflicts
+from agentbon.evaluate.service import eval_factories
+from agentbon.store import RunStore
+from agentbon.types import Task, patch_hash
+
+EXIT_OK, EXIT_INPUT, EXIT_NOT_GRADED, EXIT_INTERRUPTED = 0, 2, 3, 130
+
+
+@dataclass
+class EvalResult:
+    """What one ``agentbon eval`` invocation did."""
+
+    run_id: str
+    path: Path
+    report: dict[str, Any]
+    report_path: Path
+    input_errors: list[InputError] = field(default_factory=list)
+    recorded: list[str] = field(default_factory=list)
+    """Predictions this invocation wrote into the run (the others were there from an earlier one)."""
+    batch: Any = None
+    """The ``RunResult`` of the batch, or None when nothing was left to grade."""
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.batch and self.batch.interrupted)
+
+    @property
+    def exit_code(self) -> int:
+        """130 interrupted; 3 some predictions not graded (infra: run again); 2 bad input entries; else 0."""
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.report["error_ids"] or (self.batch is not None and self.batch.aborted):
+            return EXIT_NOT_GRADED
+        return EXIT_INPUT if self.input_errors else EXIT_OK
+
+
+def eval_config(config: RunConfig, model: str) -> RunConfig:
+    """The run config of an eval: one rollout per task (the prediction), the model named, cheap selection."""
+    select, update = config.select, {}
+    if "selectors" not in select.model_fields_set:  # one candidate per task: nothing to select between
+        select = select.model_copy(update={"selectors": ["oracle"]})
+    if "ray_niceness" not in config.model_fields_set:  # no model server shares the CPUs
+        update["ray_niceness"] = 0
+    return config.model_copy(
+        update={
+            "n": 1, "early_stop": False, "select": select, "model": config.model.model_copy(update={"name": model}),
+            **update,
+        }
+    )
+
+
+def eval_run_id(suite: str, model: str, matched: Matched) -> str:
+    """``eval-<suite>-<model>-<hash of the predictions graded>``: the same predictions find the same run again."""
+    digest = hashlib.sha256()
+    for tid, p in sorted(matched.graded.items()):
+        digest.update(f"{tid}\0{patch_hash(p.model_patch)}\0".encode())
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"eval-{Path(suite).stem}-{model}").strip("-")[:150]
+    return f"{name}-{digest.hexdigest()[:8]}"
+
+
+def prepare(
+    predictions_file: str | Path, tasks: list[Task], *, model: str | None = None, suite: str = "the suite"
+) -> tuple[Matched, list[InputError]]:
+    """Read and match the predictions: what to grade, and an error per entry that is not graded."""
+    file = str(predictions_file)
+    predictions, errors = read_predictions(file)
+    matched = match(predictions, tasks, file, model=model, suite=suite)
+    return matched, errors + matched.errors
+
+
+def evaluate(
+    tasks: list[Task], predictions_file: str | Path, config: RunConfig, *, suite: str = "suite",
+    model: str | None = None, factories: Any = None, emit: Any = None,
+) -> EvalResult:
+    """Grade every prediction of ``predictions_file`` against the suite's ``tasks``; write ``eval_report.json``.
+
+    Raises ``ConfigError`` (``PredictionsFileError``, ``SeveralModels``, ``PreflightError``) with nothing graded.
+    """
+    from agentbon.orchestrate import run_batch
+    from agentbon.orchestrate.plan import ROLES, roles_missing
+
+    file = str(predictions_file)
+    matched, input_errors = prepare(file, tasks, model=model, suite=suite)
+    config = eval_config(config, matched.model)
+    run_id = config.run_id or eval_run_id(suite, matched.model, matched)
+    config = config.model_copy(update={"run_id": run_id})
+    store = RunStore(Path(config.run_dir) / run_id)
+    refused = conflicts(store, matched.graded, file)
+    for error in refused:
+        matched.graded.pop(error.instance_id or "", None)
+    input_errors = sorted(input_errors + refused, key=lambda e: (e.line or 0, e.key))
+    result = EvalResult(run_id=run_id, path=store.path, report={}, report_path=store.path, input_errors=input_errors)
+    # Nothing left to grade (a resume of a finished eval): no Ray, no sandboxes, only the report again.
+    recorded = store.rollouts() if store.path.exists() else {}
+    verdicts = {role: store.verdicts(role) for role in ROLES} if store.path.exists() else {r: {} for r in ROLES}
+    left = [
+        tid for tid in matched.graded
+        if f"{tid}/0" not in recorded or roles_missing(recorded[f"{tid}/0"], verdicts)
+    ]  # fmt: skip
+    if left:
+        graded_tasks = [t for t in tasks if t.task_id in matched.graded]
+        seeder = Seeder(run_id, matched.graded)
+        result.batch = run_batch(
+            graded_tasks, config, suite=suite, factories=eval_factories(factories), emit=emit, before_drive=seeder
+        )
+        result.recorded = seeder.written
+    result.report = build_report(store, matched, tasks, input_errors, file)
+    result.report_path = write_report(store, result.report)
+    return result

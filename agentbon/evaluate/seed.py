@@ -1,0 +1,87 @@
+"""Predictions as finished rollouts: written into the run store before the driver plans, so that it verifies them.
+
+A prediction becomes rollout 0 of its task, ``submitted`` with ``exit_status="Prediction"`` and the patch as
+given, with an ``undecided`` evidence verdict beside it: eval grades, it selects nothing, so only the grade
+runs (the task itself is left as it is, so the guard protects the same files as in ``agentbon run``). The planner never runs a finished rollout again and verifies only what lacks a verdict, so a second
+invocation on the same run grades only what is left (resume). A prediction whose patch differs from the one
+already recorded for its task in that run is refused: its old verdict would be reported for a new patch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agentbon.errors import ConfigError
+from agentbon.evaluate.predictions import InputError, Prediction
+from agentbon.export.common import as_patch_file
+from agentbon.store import RunStore
+from agentbon.types import Rollout, Timings, Verdict, patch_hash
+
+EXIT_STATUS = "Prediction"
+"""``Rollout.exit_status`` of a rollout made from a prediction (no agent ran)."""
+ISOLATION = "none (prediction)"
+"""``Rollout.isolation`` of a prediction: it was made elsewhere, in no sandbox of this run."""
+
+
+def prediction_rollout(run_id: str, prediction: Prediction) -> Rollout:
+    """The finished rollout record standing for one prediction (index 0, no time spent)."""
+    return Rollout(
+        run_id=run_id, task_id=prediction.instance_id, index=0, status="submitted", exit_status=EXIT_STATUS,
+        patch=as_patch_file(prediction.model_patch), timings=Timings(), isolation=ISOLATION,
+    )
+
+
+NO_EVIDENCE = "agentbon eval grades only: no selection evidence is run"
+
+
+def evidence_verdict(rollout: Rollout) -> Verdict:
+    """The evidence verdict a prediction gets without running anything (the planner then verifies only the grade)."""
+    return Verdict(
+        run_id=rollout.run_id, task_id=rollout.task_id, rollout_id=rollout.rollout_id, role="evidence",
+        status="undecided", patch_hash=patch_hash(rollout.patch), reason=NO_EVIDENCE,
+    )
+
+
+def conflicts(store: RunStore, graded: dict[str, Prediction], file: str) -> list[InputError]:
+    """An error for each prediction whose task already holds a different patch in this run."""
+    recorded = store.rollouts() if store.path.exists() else {}
+    out = []
+    for task_id, p in graded.items():
+        before = recorded.get(f"{task_id}/0")
+        if before is not None and patch_hash(before.patch) != patch_hash(p.model_patch):
+            out.append(
+                InputError(
+                    file=file, line=p.line, key="model_patch", instance_id=task_id,
+                    problem=f"differs from the patch run {store.run_id} already holds for {task_id!r} "
+                    "(graded with that one); use another --run-id to grade this one",
+                )
+            )
+    return out
+
+
+@dataclass
+class Seeder:
+    """The ``run_batch`` hook that writes the predictions' rollouts (under the run's lock, before the driver)."""
+
+    run_id: str
+    graded: dict[str, Prediction]
+    written: list[str] = field(default_factory=list)
+    """Task ids whose rollout this invocation wrote (the others were recorded by an earlier one)."""
+
+    def __call__(self, store: RunStore) -> None:
+        recorded = store.rollouts()
+        changed = [
+            tid for tid, p in self.graded.items()
+            if f"{tid}/0" in recorded and patch_hash(recorded[f"{tid}/0"].patch) != patch_hash(p.model_patch)
+        ]  # fmt: skip
+        if changed:  # another process wrote them since the check: nothing is written
+            raise ConfigError(f"{store.path}: predictions for {', '.join(changed)} differ from those recorded")
+        evidence = store.verdicts("evidence")
+        for tid, p in self.graded.items():
+            rollout = recorded.get(f"{tid}/0")
+            if rollout is None or rollout.status in ("infra_error", "cancelled"):
+                rollout = prediction_rollout(self.run_id, p)
+                store.save_rollout(rollout)
+                self.written.append(tid)
+            if rollout.rollout_id not in evidence:
+                store.save_verdict(evidence_verdict(rollout))

@@ -1,0 +1,58 @@
+"""Show an eval report: a rich table on a terminal, plain tab-separated lines elsewhere (logs, pipes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+STYLE = {"resolved": "green", "unresolved": "red", "empty_patch": "yellow", "error": "magenta"}
+SHOWN = 200
+"""Instances listed one per row; beyond that, only the summary (the report file has them all)."""
+
+
+def _flags(entry: dict[str, Any]) -> str:
+    flags = []
+    if entry.get("tampered"):
+        flags.append(f"tampered: {', '.join(entry['tampered'][:3])}")
+    if entry.get("patch_applied") is False:
+        flags.append("patch did not apply")
+    return "; ".join(flags)
+
+
+def _say(console: Console, text: str) -> None:
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def print_report(report: dict[str, Any], console: Console) -> None:
+    """Per-instance rows (up to ``SHOWN``), the input errors and the harness-style counts."""
+    instances = report["instances"]
+    rows = sorted(instances.items(), key=lambda kv: (kv[1]["outcome"] == "resolved", kv[0]))[:SHOWN]
+    if console.is_terminal:
+        table = Table(title=f"eval {report['run_id']} ({report['model_name_or_path']})")
+        for column in ("instance", "outcome", "flags", "reason"):
+            table.add_column(column, overflow="fold")
+        for tid, e in rows:
+            style = STYLE[e["outcome"]]
+            table.add_row(tid, f"[{style}]{e['outcome']}[/]", _flags(e), e.get("reason", "")[:160])
+        console.print(table)
+    else:
+        for tid, e in rows:  # tab-separated as written (rich would expand the tabs): ``cut -f`` works on it
+            console.file.write(f"{tid}\t{e['outcome']}\t{_flags(e)}\t{e.get('reason', '')[:160]}\n")
+        console.file.flush()
+    if len(instances) > SHOWN:
+        _say(console, f"... and {len(instances) - SHOWN} more instances (see eval_report.json)")
+    for error in report["input_errors"]:
+        where = f"{error['file']}:{error['line']}" if error.get("line") is not None else error["file"]
+        key = f"{error['key']}: " if error.get("key") else ""
+        _say(console, f"input error: {where}: {key}{error['problem']}")
+    n = report["submitted_instances"]
+    share = f" ({100 * report['resolved_instances'] / n:.1f}%)" if n else ""
+    _say(
+        console,
+        f"submitted {n}, completed {report['completed_instances']}, resolved {report['resolved_instances']}"
+        f"{share}, unresolved "
+        f"{report['unresolved_instances']}, empty patch {report['empty_patch_instances']}, "
+        f"errors {report['error_instances']}, input errors {len(report['input_errors'])}",
+    )

@@ -1,0 +1,62 @@
+"""`agentbon eval` on the real Docker engine and the real verifier: a gold patch and one that does not apply."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from eval_support import pred, write_jsonl
+
+from agentbon.config import load_config
+from agentbon.evaluate import evaluate
+from agentbon.store import RunStore
+from agentbon.testing import init_repo
+from agentbon.types import RepoSource, Task, TestSet
+
+pytestmark = [pytest.mark.docker, pytest.mark.ray, pytest.mark.usefixtures("ray_session")]
+
+FILES = {
+    "calc/__init__.py": "",
+    "calc/ops.py": "def add(a, b):\n    return a - b\n",
+    "tests/test_ops.py": "from calc.ops import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+}
+HIDDEN = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
+def diff(repo: Path, scratch: Path, files: dict[str, str]) -> str:
+    subprocess.run(["git", "clone", "-q", str(repo), str(scratch)], check=True, capture_output=True)
+    for name, text in files.items():
+        (scratch / name).parent.mkdir(parents=True, exist_ok=True)
+        (scratch / name).write_text(text)
+    subprocess.run(["git", "add", "-A"], cwd=scratch, check=True)
+    return subprocess.run(["git", "diff", "--cached"], cwd=scratch, check=True, capture_output=True, text=True).stdout
+
+
+def test_eval_grades_predictions_with_the_real_verifier(engine, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    sha = init_repo(repo, FILES)
+    grade = TestSet(
+        fail_to_pass=["tests/test_hidden.py::test_add"], pass_to_pass=["tests/test_ops.py::test_zero"],
+        patch=diff(repo, tmp_path / "t", {"tests/test_hidden.py": HIDDEN}), files=["tests/test_hidden.py"],
+    )  # fmt: skip
+    tasks = [
+        Task(task_id=tid, problem_statement="add() subtracts", repo=RepoSource(url=str(repo), base_commit=sha), grade=grade)
+        for tid in ("calc-gold", "calc-stale")
+    ]
+    gold = diff(repo, tmp_path / "g", {"calc/ops.py": "def add(a, b):\n    return a + b\n"})
+    stale = gold.replace("-    return a - b", "-    return a * b")  # made against another version: does not apply
+    preds = write_jsonl(tmp_path / "preds.jsonl", [pred("calc-gold", gold), pred("calc-stale", stale)])
+    config = load_config(overrides=[f"run_dir={tmp_path / 'runs'}", "verify.concurrency=2"])
+    result = evaluate(tasks, preds, config, suite="calc.jsonl")
+    report = result.report
+    assert (report["resolved_ids"], report["unresolved_ids"], report["error_ids"]) == (["calc-gold"], ["calc-stale"], [])
+    assert report["completed_instances"] == 2 and result.exit_code == 0
+    stale_entry = report["instances"]["calc-stale"]
+    assert stale_entry["patch_applied"] is False and "patch does not apply" in stale_entry["reason"]
+    gold_entry = report["instances"]["calc-gold"]
+    assert gold_entry["tests"] == {"tests/test_hidden.py::test_add": "passed", "tests/test_ops.py::test_zero": "passed"}
+    assert gold_entry["tampered"] == []
+    again = evaluate(tasks, preds, config, suite="calc.jsonl")  # resumed: nothing left to grade
+    assert again.batch is None and again.report["resolved_ids"] == ["calc-gold"]
+    assert len(RunStore(result.path).verdicts("grade")) == 2

@@ -1,0 +1,121 @@
+"""Reading predictions files (JSON list, JSON object by id, JSONL) and sorting them against a suite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from eval_support import MODEL, patch, pred, write_jsonl
+
+from agentbon.evaluate import PredictionsFileError, SeveralModels, match, read_predictions
+from agentbon.types import RepoSource, Task, TestSet
+
+
+def tasks(*ids: str) -> list[Task]:
+    repo = RepoSource(url="/nowhere", base_commit="HEAD")
+    return [Task(task_id=t, problem_statement="p", repo=repo, grade=TestSet(command="true")) for t in ids]
+
+
+def test_jsonl_and_json_list_read_the_same(tmp_path: Path) -> None:
+    entries = [pred("a", patch("FIX")), pred("b", "")]
+    from_jsonl, e1 = read_predictions(write_jsonl(tmp_path / "p.jsonl", entries))
+    listed = tmp_path / "p.json"
+    listed.write_text(json.dumps(entries, indent=2))
+    from_list, e2 = read_predictions(listed)
+    assert e1 == e2 == []
+    assert [(p.instance_id, p.model_patch) for p in from_jsonl] == [(p.instance_id, p.model_patch) for p in from_list]
+    assert [p.line for p in from_jsonl] == [1, 2]
+    assert [p.line for p in from_list] == [2, 7]  # the line each item of the list starts on
+
+
+def test_json_object_keyed_by_instance_id(tmp_path: Path) -> None:
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps({"a": pred("a", patch("FIX")), "b": pred("b", None)}))
+    predictions, errors = read_predictions(path)
+    assert errors == [] and [p.instance_id for p in predictions] == ["a", "b"]
+    assert predictions[1].model_patch == "" and predictions[1].empty
+
+
+def test_bad_lines_are_errors_naming_file_line_and_key_and_the_rest_is_read(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            pred("a", patch("FIX")),
+            "{not json",
+            {"instance_id": "c", "model_patch": "x"},  # no model_name_or_path
+            pred("d", 42),
+            "[1, 2]",
+            {"instance_id": "", "model_name_or_path": MODEL, "model_patch": ""},
+            pred("g", patch("FIX")),
+        ],
+    )
+    predictions, errors = read_predictions(path)
+    assert [p.instance_id for p in predictions] == ["a", "g"]
+    assert [(e.line, e.key) for e in errors] == [
+        (2, ""), (3, "model_name_or_path"), (4, "model_patch"), (5, ""), (6, "instance_id"),
+    ]
+    assert all(str(path) in str(e) for e in errors)
+    assert str(errors[0]).startswith(f"{path}:2: not JSON")
+    assert errors[1].instance_id == "c"
+
+
+def test_a_file_that_is_not_predictions_gives_an_error_per_line(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "tasks.jsonl", [{"task_id": "a", "problem_statement": "x"}] * 3)
+    predictions, errors = read_predictions(path)
+    assert predictions == [] and [(e.line, e.key) for e in errors] == [(i, "instance_id") for i in (1, 2, 3)]
+    assert "missing: instance_id, model_name_or_path, model_patch" in errors[0].problem
+
+
+@pytest.mark.parametrize("content", [None, b"\xff\xfe\x00bad", b"[{\"instance_id\": \"a\",", b"", b"\n\n"])
+def test_unreadable_file_grades_nothing(tmp_path: Path, content: bytes | None) -> None:
+    path = tmp_path / "p.json"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(PredictionsFileError, match=str(path)):
+        read_predictions(path)
+
+
+def test_match_sorts_unknown_duplicate_and_empty(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "p.jsonl",
+        [pred("a", patch("FIX")), pred("zz", patch("FIX")), pred("a", patch("other")), pred("b", "  \n"), pred("c", patch("x"))],
+    )
+    predictions, _ = read_predictions(path)
+    m = match(predictions, tasks("a", "b", "c", "d"), str(path), suite="suite.jsonl")
+    assert sorted(m.graded) == ["a", "c"] and sorted(m.empty) == ["b"]
+    assert m.graded["a"].line == 1  # the first of a duplicated id is graded
+    assert [(e.line, e.key, e.instance_id) for e in m.errors] == [(2, "instance_id", "zz"), (3, "instance_id", "a")]
+    assert "not a task of suite.jsonl" in m.errors[0].problem and "first on line 1" in m.errors[1].problem
+    assert m.model == MODEL
+
+
+def test_several_models_need_a_pick(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "p.jsonl", [pred("a", patch("FIX")), pred("b", patch("FIX"), model="other")])
+    predictions, _ = read_predictions(path)
+    with pytest.raises(SeveralModels, match="--model"):
+        match(predictions, tasks("a", "b"), str(path))
+    picked = match(predictions, tasks("a", "b"), str(path), model="other")
+    assert sorted(picked.graded) == ["b"] and picked.errors == [] and picked.model == "other"
+
+
+def test_eval_config_grades_one_candidate_per_task_and_keeps_explicit_settings() -> None:
+    from agentbon.config import load_config
+    from agentbon.evaluate import eval_config
+
+    c = eval_config(load_config(overrides=["n=8", "model.name=other"]), "org/model-x")
+    assert (c.n, c.early_stop, c.model.name, c.select.selectors, c.ray_niceness) == (1, False, "org/model-x", ["oracle"], 0)
+    kept = eval_config(load_config(overrides=["select.selectors=[tests, oracle]", "ray_niceness=5"]), "m")
+    assert (kept.select.selectors, kept.ray_niceness) == (["tests", "oracle"], 5)
+
+
+def test_default_run_id_follows_the_patches(tmp_path: Path) -> None:
+    from agentbon.evaluate import eval_run_id
+
+    def run_id(entries: list) -> str:
+        predictions, _ = read_predictions(write_jsonl(tmp_path / "p.jsonl", entries))
+        return eval_run_id("sets/verified.jsonl", "org/m", match(predictions, tasks("a", "b"), "p"))
+
+    one = run_id([pred("a", patch("FIX"), model="org/m"), pred("b", "", model="org/m")])
+    assert one.startswith("eval-verified-org-m-") and one == run_id([pred("a", patch("FIX"), model="org/m")])
+    assert one != run_id([pred("a", patch("FIX2"), model="org/m")])
