@@ -1,20 +1,28 @@
 """SWE-bench instances as agentbon tasks (the harness's dataset fields, as published on the Hugging Face hub).
 
-Mapping: ``instance_id`` → task id; the repo on GitHub at ``base_commit``; the instance image the
-SWE-bench harness builds (``swebench/sweb.eval.x86_64.<id>:latest``) with the repo at ``/testbed``;
-selection evidence = the PASS_TO_PASS tests (existing tests a deployed system could run); grade =
-FAIL_TO_PASS + PASS_TO_PASS with ``test_patch`` applied; ``patch`` → gold patch. Keys agentbon does
-not use (``created_at``, dataset-specific extras) are ignored: published datasets differ in them.
+Mapping: ``instance_id`` → task id; the repo on GitHub (or the mirror ``AGENTBON_SWEBENCH_MIRROR`` names) at
+``base_commit``; the instance image (``image``, else the name the harness gives it) with the repo at
+``/testbed``, or an agentbon ``environment`` to build where there is no prebuilt image; grade = FAIL_TO_PASS +
+PASS_TO_PASS with ``test_patch``; ``patch`` → gold patch. An instance that carries the harness's
+``eval_script`` and ``log_parser`` (SWE-bench 5.x datasets) is graded by that script and the harness's own
+functions (runner ``swebench``, agentbon/verify/harness.py); one without them by agentbon's pytest runner.
+Selection evidence = the PASS_TO_PASS tests that exist before the test patch, run without it (docs/swebench.md).
+Keys agentbon does not use (``created_at``, dataset-specific extras) are ignored: published datasets differ in them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentbon.errors import TaskError
 from agentbon.types import Environment, RepoSource, Task, TestSet
+from agentbon.verify.evalscript import without_test_patch
+from agentbon.verify.testpatch import not_before
 
 REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "FAIL_TO_PASS", "PASS_TO_PASS", "test_patch")
 """Keys every SWE-bench instance must have (``patch``, ``hints_text`` and the rest are optional)."""
@@ -22,6 +30,8 @@ WORKDIR = "/testbed"
 """Where the SWE-bench instance images keep the repository."""
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _METADATA_KEYS = ("version", "environment_setup_commit", "created_at")
+MIRROR_ENV = "AGENTBON_SWEBENCH_MIRROR"
+"""Environment variable: where instances' repositories are cloned from instead of GitHub (see ``repo_url``)."""
 
 
 def is_swebench_instance(record: dict[str, Any]) -> bool:
@@ -59,6 +69,68 @@ def _test_list(record: dict[str, Any], key: str, source: str) -> list[str]:
     return value
 
 
+def repo_url(repo: str) -> str:
+    """Where to clone ``owner/name`` from: GitHub, or the mirror ``AGENTBON_SWEBENCH_MIRROR`` names (docs/swebench.md).
+
+    The setting is a template (``/srv/mirrors/{repo}``, ``https://git.internal/{owner}/{name}.git``) or a
+    prefix to which ``/owner/name`` is appended; a relative path is resolved against the instance file's folder.
+    """
+    mirror = os.environ.get(MIRROR_ENV, "").strip()
+    if not mirror:
+        return f"https://github.com/{repo}.git"
+    owner, name = repo.split("/", 1)
+    if "{" not in mirror:
+        return f"{mirror.rstrip('/')}/{repo}"
+    try:
+        return mirror.format(repo=repo, owner=owner, name=name)
+    except (KeyError, IndexError, ValueError) as err:
+        raise TaskError(
+            MIRROR_ENV, "repo", f"bad template {mirror!r} (placeholders: {{repo}} {{owner}} {{name}})"
+        ) from err
+
+
+def _environment(record: dict[str, Any], instance_id: str, source: str) -> Environment:
+    """The instance's prebuilt image (``image``, else the harness's name), or an agentbon ``environment`` to build."""
+    given = record.get("environment")
+    if given is None:
+        image = _string(record, "image", source, required=False) or instance_image(instance_id)
+        return Environment(image=image, workdir=WORKDIR)
+    if not isinstance(given, dict):
+        raise TaskError(source, "environment", f"must be a mapping of Environment fields, got {type(given).__name__}")
+    try:
+        return Environment.model_validate({"workdir": WORKDIR, **given})
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in ("environment", *first["loc"]))
+        raise TaskError(source, where, first["msg"]) from err
+
+
+def _harness_sets(
+    record: dict[str, Any], source: str, f2p: list[str], p2p: list[str], test_patch: str
+) -> tuple[TestSet, TestSet]:
+    """The evidence and grade ``TestSet``s: the harness's eval script when the instance has one, else pytest ids."""
+    left_out = not_before(p2p, test_patch)
+    kept = [t for t in p2p if t not in left_out]
+    script = _string(record, "eval_script", source, required=False)
+    if not script.strip():
+        evidence = TestSet(pass_to_pass=kept, left_out=left_out)
+        return evidence, TestSet(fail_to_pass=f2p, pass_to_pass=p2p, patch=test_patch)
+    log_parser = _string(record, "log_parser", source) if "log_parser" in record else ""
+    if not log_parser.strip():
+        raise TaskError(source, "log_parser", "an instance with an eval_script needs the harness's log_parser")
+    eval_type = _string(record, "eval_type", source, required=False) or "pass_and_fail"
+    harness = TestSet(runner="swebench", log_parser=log_parser, eval_type=eval_type)
+    grade = harness.model_copy(
+        update={"fail_to_pass": f2p, "pass_to_pass": p2p, "patch": test_patch, "eval_script": script}
+    )
+    at_base, why = without_test_patch(script, test_patch)
+    if at_base is None:
+        left_out.update({t: f"cannot run before the test patch: {why}" for t in kept})
+        return harness.model_copy(update={"left_out": left_out}), grade
+    evidence = harness.model_copy(update={"pass_to_pass": kept, "eval_script": at_base, "left_out": left_out})
+    return evidence, grade
+
+
 def task_from_instance(record: dict[str, Any], source: str) -> Task:
     """An agentbon ``Task`` from one SWE-bench instance; ``TaskError`` names the first bad key."""
     missing = [key for key in REQUIRED if key not in record]
@@ -75,14 +147,15 @@ def task_from_instance(record: dict[str, Any], source: str) -> Task:
     metadata = {"repo": repo}
     metadata.update({key: str(record[key]) for key in _METADATA_KEYS if record.get(key) not in (None, "")})
     difficulty = record.get("difficulty")  # SWE-bench Verified's time-to-fix bucket ("<15 min fix")
+    evidence, grade = _harness_sets(record, source, fail_to_pass, pass_to_pass, test_patch)
     return Task(
         task_id=instance_id,
         kind="swebench",
         problem_statement=_string(record, "problem_statement", source),
-        repo=RepoSource(url=f"https://github.com/{repo}.git", base_commit=_string(record, "base_commit", source)),
-        environment=Environment(image=instance_image(instance_id), workdir=WORKDIR),
-        evidence=TestSet(pass_to_pass=pass_to_pass),
-        grade=TestSet(fail_to_pass=fail_to_pass, pass_to_pass=pass_to_pass, patch=test_patch),
+        repo=RepoSource(url=repo_url(repo), base_commit=_string(record, "base_commit", source)),
+        environment=_environment(record, instance_id, source),
+        evidence=evidence,
+        grade=grade,
         gold_patch=gold or None,
         hints=_string(record, "hints_text", source, required=False),
         source=source,

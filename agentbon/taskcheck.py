@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentbon.diffs import files_touched
 from agentbon.types import FORMAT_VERSION, Task, TaskLoadError, TestSet
+from agentbon.verify.testpatch import not_before
 
 RECORD = "(record)"
 """The ``field`` of an error about a whole record (unreadable file, invalid YAML or JSON, not a mapping)."""
@@ -86,6 +87,11 @@ def _check_tests(tests: TestSet, role: str, source: str, errors: list[TaskLoadEr
         errors.append(TaskLoadError(source=source, field=f"{role}.pass_to_pass", problem=problem))
     if tests.runner == "command" and not (tests.command or "").strip():
         errors.append(TaskLoadError(source=source, field=f"{role}.command", problem="runner 'command' needs one"))
+    if tests.runner == "swebench" and tests.tests:
+        for name in ("eval_script", "log_parser"):
+            if not getattr(tests, name).strip():
+                problem = f"runner 'swebench' needs the harness's {name}"
+                errors.append(TaskLoadError(source=source, field=f"{role}.{name}", problem=problem))
     files = list(tests.files)
     if tests.patch.strip():
         touched = files_touched(tests.patch)
@@ -93,6 +99,22 @@ def _check_tests(tests: TestSet, role: str, source: str, errors: list[TaskLoadEr
             errors.append(TaskLoadError(source=source, field=f"{role}.patch", problem="not a unified diff"))
         files = list(dict.fromkeys([*files, *touched]))
     return tests.model_copy(update={**lists, "files": files})
+
+
+def _before_grade_patch(evidence: TestSet, task: Task) -> TestSet:
+    """Evidence without the tests that exist only once the grade's test patch is applied (moved to ``left_out``)."""
+    if task.evidence_is_grade or not task.grade.patch.strip():
+        return evidence
+    gone = not_before(evidence.tests, task.grade.patch, present=evidence.patch)
+    if not gone:
+        return evidence
+    return evidence.model_copy(
+        update={
+            "fail_to_pass": [t for t in evidence.fail_to_pass if t not in gone],
+            "pass_to_pass": [t for t in evidence.pass_to_pass if t not in gone],
+            "left_out": {**evidence.left_out, **gone},
+        }
+    )
 
 
 def finish_task(task: Task, base: Path, source: str) -> Task:
@@ -123,7 +145,7 @@ def finish_task(task: Task, base: Path, source: str) -> Task:
             repo = repo.model_copy(update={"url": str(local.resolve())})
     if not task.problem_statement.strip():
         bad("problem_statement", "empty")
-    evidence = _check_tests(task.evidence, "evidence", source, errors)
+    evidence = _before_grade_patch(_check_tests(task.evidence, "evidence", source, errors), task)
     grade = _check_tests(task.grade, "grade", source, errors)
     if grade.empty:
         bad("grade", "no tests to grade with (fail_to_pass, pass_to_pass and command are all empty)")

@@ -40,7 +40,7 @@ def rollout_id_of(task_id: str, index: int) -> str:
 
 # --------------------------------------------------------------------------------------------- tasks
 
-Runner = Literal["pytest", "unittest", "command"]
+Runner = Literal["pytest", "unittest", "command", "swebench"]
 PytestPlugin = Annotated[str, StringConstraints(pattern=r"^(no:)?[A-Za-z_][A-Za-z0-9_.\-]*$")]
 """A pytest plugin as ``-p`` takes it: a module (``pytest_django.plugin``) or, with pytest >= 8.4, an entry-point
 name (``django``); ``no:NAME`` keeps one from loading."""
@@ -72,6 +72,17 @@ class TestSet(Record):
     it on, a plugin of the repository under test (an editable install's entry point), whose code the candidate
     controls, runs inside pytest and can forge results; and unrelated plugins of the image (reordering, retrying,
     timeouts) change how tests run. Prefer naming the plugins in ``pytest_plugins``."""
+    eval_script: str = ""
+    """For the ``swebench`` runner: the SWE-bench harness's evaluation script for this instance (environment
+    activation, reset of the test files, test patch, the repository's test command between the harness's markers).
+    The evidence set holds a copy that does not apply the test patch (docs/swebench.md)."""
+    log_parser: str = ""
+    """For the ``swebench`` runner: the harness's log parser (a name in ``swebench``'s ``PARSER_REGISTRY``)."""
+    eval_type: str = ""
+    """For the ``swebench`` runner: the harness's ``eval_type`` (``pass_and_fail``, the default, or ``fail_only``)."""
+    left_out: dict[str, str] = Field(default_factory=dict)
+    """Tests of the source's lists left out of this set, each with why (evidence: tests that exist only once the
+    grade's test patch is applied)."""
 
     @property
     def tests(self) -> list[str]:

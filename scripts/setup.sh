@@ -22,10 +22,10 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   fi
 fi
 
-log "Python package (core + dev + local model server + critic)"
+log "Python package (core + dev + local model server + critic + SWE-bench harness)"
 # torch is pinned to the CPU build; an unpinned torch would pull several GB of CUDA.
 $PY -m pip install -q --disable-pip-version-check 'torch==2.13.0'
-$PY -m pip install -q --disable-pip-version-check -e '.[dev,local,critic]'
+$PY -m pip install -q --disable-pip-version-check -e '.[dev,local,critic,swebench]'
 
 # After the package: the base image is built by `agentbon sandbox base`.
 log "Docker engine and base image"

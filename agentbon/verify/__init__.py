@@ -2,7 +2,9 @@
 
 ``TestVerifier`` implements ``protocols.Verifier``; ``VerdictCache`` shares verdicts between identical
 patches; ``junit``, ``grading`` and ``guard`` are its pure parts (parsers, SWE-bench semantics, the
-tamper guard). The scripts that run inside the sandbox live in the top-level ``verifiers/`` folder.
+tamper guard); ``harness`` grades SWE-bench instances with the official harness's eval script and functions,
+``testpatch`` and ``evalscript`` derive their evidence. The scripts that run inside the sandbox live in the
+top-level ``verifiers/`` folder.
 """
 
 from agentbon.verify.cache import VerdictCache

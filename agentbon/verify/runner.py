@@ -11,6 +11,10 @@ Steps, each in a sandbox opened fresh from the task image for this one verificat
    them; they write JUnit XML at an unpredictable path and a ``result.json`` with the exit code;
 5. read the XML, cross-check the exit code, grade with SWE-bench semantics.
 
+A ``swebench`` test set (an instance that carries the harness's eval script) replaces steps 3-5 with the
+harness's own: its eval script applies the test patch and runs the tests, its log parser and resolution rule
+decide (``harness``, docs/swebench.md).
+
 A failed command is data; a sandbox that is gone (``InfraError``) makes an ``infra_error`` verdict.
 """
 
@@ -27,7 +31,7 @@ from agentbon.config import VerifyConfig
 from agentbon.errors import InfraError
 from agentbon.protocols import Sandbox, SandboxBackend
 from agentbon.types import Role, Rollout, Task, TestSet, Verdict, patch_hash
-from agentbon.verify import guard
+from agentbon.verify import guard, harness
 from agentbon.verify.cache import VerdictCache
 from agentbon.verify.grading import crosscheck, grade, graded_ids
 from agentbon.verify.junit import JUnitError, outcomes_for, parse_junit
@@ -104,6 +108,10 @@ class TestVerifier:
         )
         if tests.empty:
             return base.model_copy(update={"reason": f"no {role} tests: tests cannot decide"})
+        if tests.runner == "swebench":
+            problem = harness.check(tests)  # MissingExtra when the swebench package is absent
+            if problem:
+                return base.model_copy(update={"status": "infra_error", "reason": f"task error: {problem}"})
         if self.cache is None:
             return self._verify(task, tests, rollout.patch, base)
         verdict, shared = self.cache.run(
@@ -148,6 +156,8 @@ class TestVerifier:
             )
         if patch.strip():
             self._apply_candidate(sandbox, task, patch, vdir, state)
+        if tests.runner == "swebench":  # the harness's eval script applies the test patch itself
+            return self._run_harness(sandbox, task, tests, patch, vdir)
         if tests.patch:
             sandbox.write_file(f"{vdir}/tests.diff", tests.patch)
             applied = self._sh(sandbox, f"git apply --whitespace=nowarn {vdir}/tests.diff")
@@ -196,6 +206,16 @@ class TestVerifier:
             undone = self._sh(sandbox, guard.restore_script(flagged))
             if undone.exit_code != 0:
                 raise _Fail(f"cannot undo test-file changes: {undone.output[-300:]}", status="infra_error")
+
+    def _run_harness(
+        self, sandbox: Sandbox, task: Task, tests: TestSet, patch: str, vdir: str
+    ) -> tuple[str, str, dict]:
+        log, why = harness.run(sandbox, harness.eval_script(task, tests), vdir, self.config.timeout_s)
+        if sandbox.isolation != "docker":
+            self._sh(sandbox, f"rm -rf {vdir}")
+        if log is None:
+            raise _Fail(why)
+        return harness.judge(task, tests, patch, log)
 
     def _section_changed(self, sandbox: Sandbox, status: str, path: str, vdir: str) -> bool:
         old = new = None

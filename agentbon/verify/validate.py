@@ -3,7 +3,8 @@
 For each task, in fresh sandboxes: the gold patch and the empty patch are each graded ``runs`` times
 (a test whose outcome differs between runs of the same patch is flaky), FAIL_TO_PASS tests must fail
 and PASS_TO_PASS tests pass at base, and the gold patch must pass the evidence tests (else the
-evidence would reject a correct fix).
+evidence would reject a correct fix). Tests the loader left out of the evidence (they exist only once the
+grade's test patch is applied) are listed with why, and do not make a task invalid.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class TaskValidation(Record):
     """Gold patch on the evidence tests (``undecided`` when there are none)."""
     flaky: list[str] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
+    evidence_left_out: dict[str, str] = Field(default_factory=dict)
+    """Tests of the task's lists that are not selection evidence, each with why (they exist only once the grade's
+    test patch is applied); the task stays valid, its selection just has fewer tests to go on."""
 
 
 def _rollout(task: Task, index: int, patch: str) -> Rollout:
@@ -73,12 +77,19 @@ def validate_task(task: Task, verifier: Verifier, runs: int = 3) -> TaskValidati
     if failing_p2p:
         problems.append(f"PASS_TO_PASS tests fail at base: {', '.join(failing_p2p[:3])}")
     if evidence.status == "fail":
-        problems.append(f"gold patch fails the evidence tests: {evidence.reason}")
+        absent = [t for t, outcome in evidence.tests.items() if outcome == "missing"]
+        hint = f" ({len(absent)} not found before the test patch: {', '.join(absent[:3])})" if absent else ""
+        problems.append(f"gold patch fails the evidence tests: {evidence.reason}{hint}")
     if flaky:
         problems.append(f"{len(flaky)} flaky test(s)")
     status = "invalid" if problems else ("infra_error" if infra else "valid")
     if infra:
         problems.append(f"infra errors: {infra[0]}")
+    left_out = task.evidence.left_out
+    if left_out:  # a note, not a problem: shown beside the problems, the status stays as decided above
+        first = next(iter(left_out.items()))
+        more = f" (+{len(left_out) - 1} more)" if len(left_out) > 1 else ""
+        problems.append(f"evidence: {len(left_out)} test(s) left out: {first[0]}: {first[1]}{more}")
     return out.model_copy(
         update={
             "status": status,
@@ -87,5 +98,6 @@ def validate_task(task: Task, verifier: Verifier, runs: int = 3) -> TaskValidati
             "evidence": evidence.status,
             "flaky": flaky,
             "problems": problems,
+            "evidence_left_out": dict(left_out),
         }
     )
