@@ -20,6 +20,7 @@ REAL_FACTORIES = {
     "backend": "agentbon.orchestrate.factories.default_backend",
     "model": "agentbon.orchestrate.factories.default_model",
     "server": "agentbon.models.service.ModelService",
+    "verifier": "agentbon.orchestrate.factories.default_verifier",
 }
 """agentbon's own factories, by qualified name; a ``Factories`` field holding another is a test's fake."""
 

@@ -125,6 +125,24 @@ def _engine_python(model: ModelConfig) -> list[Problem]:
     ]
 
 
+def check_harness(ctx: Context) -> list[Problem]:
+    """Tasks graded by the SWE-bench harness's own code (``runner: swebench``) need the ``swebench`` extra."""
+    harnessed = sorted(
+        t.task_id for t in ctx.tasks if "swebench" in (t.grade.runner, t.evidence.runner)
+    )
+    if not harnessed or not ctx.real("verifier") or importlib.util.find_spec("swebench") is not None:
+        return []
+    named = ", ".join(harnessed[:5]) + (f" and {len(harnessed) - 5} more" if len(harnessed) > 5 else "")
+    return [
+        Problem(
+            check="harness",
+            cause=f"{len(harnessed)} task(s) are graded by the SWE-bench harness ({named}): "
+            f"{MissingExtra('swebench', 'swebench')}",
+            fix="pip install 'agentbon[swebench]' (bash scripts/setup.sh does)",
+        )
+    ]
+
+
 def check_endpoint(ctx: Context) -> list[Problem]:
     """A given ``model.endpoint`` answers and serves ``model.name`` (only where the real client talks to it)."""
     from agentbon.models.probe import check_endpoint as probe
