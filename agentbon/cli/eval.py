@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from agentbon.cli.options import ConfigFiles, Overrides, RayAddress, RunDir
+
 _INPUT, _CLUSTER, _CONFIG, _OUT = "Input", "Cluster", "Config", "Output"
 EXIT_INPUT, EXIT_INTERRUPTED = 2, 130
 
@@ -32,19 +34,13 @@ def eval_command(
     model: Annotated[
         str | None, typer.Option(help="Grade only this model_name_or_path (needed when the file holds several).", rich_help_panel=_INPUT)
     ] = None,
-    config_files: Annotated[
-        list[Path] | None, typer.Option("-f", "--config", help="YAML config file (repeatable; later wins).", rich_help_panel=_CONFIG)
-    ] = None,
-    overrides: Annotated[
-        list[str] | None, typer.Option("-c", help="Override a setting: -c key.sub=value (repeatable).", rich_help_panel=_CONFIG)
-    ] = None,
+    config_files: ConfigFiles = None,
+    overrides: Overrides = None,
     concurrency: Annotated[
         int | None, typer.Option(help="Verifications at once (verify.concurrency).", rich_help_panel=_CLUSTER)
     ] = None,
-    ray_address: Annotated[
-        str | None, typer.Option(help="Join this Ray cluster (host:port or auto); default: a local Ray.", rich_help_panel=_CLUSTER)
-    ] = None,
-    run_dir: Annotated[Path | None, typer.Option(help="Where run directories live.", rich_help_panel=_OUT)] = None,
+    ray_address: RayAddress = None,
+    run_dir: RunDir = None,
     run_id: Annotated[
         str | None, typer.Option(help="Run id (default: eval-<suite>-<model>-<hash of the predictions>); an existing run is resumed.", rich_help_panel=_OUT)
     ] = None,

@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from agentbon.cli.options import ConfigFiles, Overrides, RayAddress, RunDir
+
 _RUN, _MODEL, _CLUSTER, _CONFIG, _OUT = "Run", "Model", "Cluster", "Config", "Output"
 EXIT_OK, EXIT_INPUT, EXIT_INFRA_LEFT, EXIT_INTERRUPTED = 0, 2, 3, 130
 
@@ -26,12 +28,8 @@ def make_factories() -> Any:
 def run(
     suite: Annotated[Path, typer.Argument(help="Task suite: a folder of tasks, a task folder, JSONL, or SWE-bench JSON/JSONL.")],
     n: Annotated[int | None, typer.Option("-n", "--n", help="Rollouts per task.", rich_help_panel=_RUN)] = None,
-    config_files: Annotated[
-        list[Path] | None, typer.Option("-f", "--config", help="YAML config file (repeatable; later wins).", rich_help_panel=_CONFIG)
-    ] = None,
-    overrides: Annotated[
-        list[str] | None, typer.Option("-c", help="Override a setting: -c key.sub=value (repeatable).", rich_help_panel=_CONFIG)
-    ] = None,
+    config_files: ConfigFiles = None,
+    overrides: Overrides = None,
     endpoint: Annotated[
         str | None, typer.Option(help="OpenAI-compatible base URL; without it a local server is started.", rich_help_panel=_MODEL)
     ] = None,
@@ -39,13 +37,11 @@ def run(
     launcher: Annotated[
         str | None, typer.Option(help="What to start without an endpoint: auto (vllm where installed, else llama-cpp), llama-cpp, vllm or vllm-actors (Ray engines).", rich_help_panel=_MODEL)
     ] = None,
-    ray_address: Annotated[
-        str | None, typer.Option(help="Join this Ray cluster (host:port or auto); default: a local Ray.", rich_help_panel=_CLUSTER)
-    ] = None,
+    ray_address: RayAddress = None,
     concurrency: Annotated[
         int | None, typer.Option(help="Sandbox slots of the local Ray (rollouts at once); default 2 with llama-cpp, 8 with vLLM or an endpoint.", rich_help_panel=_CLUSTER)
     ] = None,
-    run_dir: Annotated[Path | None, typer.Option(help="Where run directories live.", rich_help_panel=_OUT)] = None,
+    run_dir: RunDir = None,
     run_id: Annotated[
         str | None, typer.Option(help="Run id (default: suite, model and a hash of the settings).", rich_help_panel=_OUT)
     ] = None,
