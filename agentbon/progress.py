@@ -125,6 +125,8 @@ class LiveDisplay:
         self.state.on(kind, **data)
         if kind == "warning":
             self.live.console.print(f"[yellow]warning[/]: {data['message']}")
+        elif kind == "aborted":
+            self.live.console.print(f"[red]stopping[/]: {data['reason']}")
 
     def __enter__(self) -> LiveDisplay:
         self.live.start()
