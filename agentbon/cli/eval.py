@@ -13,10 +13,17 @@ from typing import Annotated, Any
 
 import typer
 
-from agentbon.cli.options import ConfigFiles, Overrides, RayAddress, RunDir
+from agentbon.cli.options import (
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    ConfigFiles,
+    Overrides,
+    RayAddress,
+    RunDir,
+    load_suite_or_exit,
+)
 
 _INPUT, _CLUSTER, _CONFIG, _OUT = "Input", "Cluster", "Config", "Output"
-EXIT_INPUT, EXIT_INTERRUPTED = 2, 130
 
 
 def make_factories() -> Any:
@@ -54,7 +61,6 @@ def eval_command(
     from agentbon.evaluate.table import print_report
     from agentbon.orchestrate.cluster import sigterm_as_ctrl_c
     from agentbon.progress import make_display
-    from agentbon.tasks import load_suite
 
     console = Console()
     try:
@@ -65,12 +71,7 @@ def eval_command(
     except ConfigError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(EXIT_INPUT) from e
-    tasks, errors = load_suite(suite)
-    for error in errors:
-        typer.echo(f"task error: {error}", err=True)
-    if not tasks:
-        typer.echo(f"error: {suite}: no valid tasks", err=True)
-        raise typer.Exit(EXIT_INPUT)
+    tasks = load_suite_or_exit(suite)
     sigterm_as_ctrl_c()
     display = make_display(run_id or "eval", console)
     try:

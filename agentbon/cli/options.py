@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 CLUSTER, CONFIG, OUTPUT = "Cluster", "Config", "Output"
 """Help panels."""
+EXIT_OK, EXIT_INPUT, EXIT_INFRA_LEFT, EXIT_INTERRUPTED = 0, 2, 3, 130
+"""Exit codes of ``run`` and ``eval`` (docs/failure-taxonomy.md)."""
 
 ConfigFiles = Annotated[
     list[Path] | None, typer.Option("-f", "--config", help="YAML config file (repeatable; later wins).", rich_help_panel=CONFIG)
@@ -20,3 +22,16 @@ RayAddress = Annotated[
     str | None, typer.Option(help="Join this Ray cluster (host:port or auto); default: a local Ray.", rich_help_panel=CLUSTER)
 ]
 RunDir = Annotated[Path | None, typer.Option(help="Where run directories live.", rich_help_panel=OUTPUT)]
+
+
+def load_suite_or_exit(suite: Path) -> list[Any]:
+    """The suite's valid tasks; each bad task is named on stderr, and a suite without a valid task exits 2."""
+    from agentbon.tasks import load_suite
+
+    tasks, errors = load_suite(suite)
+    for error in errors:
+        typer.echo(f"task error: {error}", err=True)
+    if not tasks:
+        typer.echo(f"error: {suite}: no valid tasks", err=True)
+        raise typer.Exit(EXIT_INPUT)
+    return tasks

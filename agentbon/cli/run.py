@@ -12,10 +12,18 @@ from typing import Annotated, Any
 
 import typer
 
-from agentbon.cli.options import ConfigFiles, Overrides, RayAddress, RunDir
+from agentbon.cli.options import (
+    EXIT_INFRA_LEFT,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    ConfigFiles,
+    Overrides,
+    RayAddress,
+    RunDir,
+    load_suite_or_exit,
+)
 
 _RUN, _MODEL, _CLUSTER, _CONFIG, _OUT = "Run", "Model", "Cluster", "Config", "Output"
-EXIT_OK, EXIT_INPUT, EXIT_INFRA_LEFT, EXIT_INTERRUPTED = 0, 2, 3, 130
 
 
 def make_factories() -> Any:
@@ -57,7 +65,6 @@ def run(
     from agentbon.orchestrate import default_run_id, run_batch
     from agentbon.orchestrate.cluster import sigterm_as_ctrl_c
     from agentbon.progress import make_display
-    from agentbon.tasks import load_suite
 
     console = Console(stderr=False)
     model_direct = {k: v for k, v in {"endpoint": endpoint, "name": model, "launcher": launcher}.items() if v is not None}
@@ -70,12 +77,7 @@ def run(
     except ConfigError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(EXIT_INPUT) from e
-    tasks, errors = load_suite(suite)
-    for error in errors:
-        typer.echo(f"task error: {error}", err=True)
-    if not tasks:
-        typer.echo(f"error: {suite}: no valid tasks", err=True)
-        raise typer.Exit(EXIT_INPUT)
+    tasks = load_suite_or_exit(suite)
     run_id = config.run_id or default_run_id(str(suite), config)
     config = config.model_copy(update={"run_id": run_id})
     console.print(f"run {run_id}: {len(tasks)} tasks x {config.n} -> {Path(config.run_dir) / run_id}")

@@ -32,6 +32,10 @@ class Event(BaseModel):
     def fields(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
+    def display_fields(self) -> dict[str, Any]:
+        """What the display is given (the logged fields, unless an event shows less)."""
+        return self.fields()
+
 
 class Start(Event):
     kind: ClassVar[str] = "start"
@@ -169,8 +173,7 @@ class Recorder:
         fields = event.fields()
         if event.persist:
             self.store.append(event.kind, **fields)
-        shown = event.display_fields() if hasattr(event, "display_fields") else fields
-        self.display(event.kind, **shown)
+        self.display(event.kind, **event.display_fields())
 
     def rollout(self, rollout: Rollout, messages: list[dict[str, Any]]) -> None:
         """Save a rollout (its folder, then its event) and show it."""
