@@ -295,6 +295,29 @@ def patch_hash(patch: str) -> str:
     return hashlib.sha256(normalise_patch(patch).encode()).hexdigest()[:16]
 
 
+FlagKind = Literal["tampered", "forged", "disagreement", "suspicious_code", "large_file", "binary", "outside_write"]
+"""What a verification saw a candidate do that a plain fix does not (docs/security.md):
+
+- ``tampered``: the patch changed test files, conftest, runner configuration or startup hooks (undone before the run);
+- ``forged``: the verifier's canary tests did not come out as planted, so the session's results were not the tests'
+  own (the verdict fails);
+- ``disagreement``: the independent second check of the FAIL_TO_PASS tests disagrees with the first runner;
+- ``suspicious_code``: code the patch adds reaches into test-framework internals or exits the process early
+  (a flag only, never a verdict by itself);
+- ``large_file`` / ``binary``: the patch adds a file over the size limit, or binary content;
+- ``outside_write``: the test run changed files outside the repository (the interpreter's site-packages...)."""
+
+
+class Flag(Record):
+    """One thing a verification flagged about a candidate."""
+
+    kind: FlagKind
+    detail: str = ""
+    """One line saying what was seen (``canary test_a81f… passed but was planted to fail``)."""
+    paths: list[str] = Field(default_factory=list)
+    """Files it concerns, where it concerns files."""
+
+
 class Verdict(Record):
     """The verifier's result for one candidate in one role."""
 
@@ -309,6 +332,8 @@ class Verdict(Record):
     runner_exit_code: int | None = None
     tampered: list[str] = Field(default_factory=list)
     """Test, conftest or runner-config files the patch touched (undone before the run)."""
+    flags: list[Flag] = Field(default_factory=list)
+    """Everything the verification flagged (``FlagKind``); a ``tampered`` flag accompanies a non-empty ``tampered``."""
     patch_hash: str = ""
     reason: str = ""
     """One line saying why (``FAIL_TO_PASS tests::test_x failed``, ``patch does not apply``...)."""
@@ -319,6 +344,12 @@ class Verdict(Record):
     @property
     def resolved(self) -> bool:
         return self.status == "pass"
+
+    @property
+    def flag_kinds(self) -> list[str]:
+        """The kinds flagged, sorted, without repeats (``tampered`` also where only ``tampered`` paths are set)."""
+        kinds = {f.kind for f in self.flags} | ({"tampered"} if self.tampered else set())
+        return sorted(kinds)
 
 
 # ---------------------------------------------------------------------------------------- selection
