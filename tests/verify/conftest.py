@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from verify_task import CalcTask, CloneBackend
+from verify_task import CalcTask, CloneBackend, own_verify_labels
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def _docker_backend():
     except Exception as e:  # the engine is not reachable on this machine
         pytest.skip(f"docker engine not reachable: {e}")
     yield backend
-    backend.reap({"role": "verify"})
+    backend.reap(own_verify_labels())
 
 
 @pytest.fixture
@@ -59,6 +59,7 @@ def exploit(calc):
         assert verdict.status != "infra_error", verdict.reason
         gold = verifier.verify(calc.task, calc.rollout(calc.task.gold_patch), role)
         assert gold.status == "pass", f"verifier broken after exploit: {gold.reason}\n{gold.log}"
+        assert gold.flags == [], f"false alarm on the gold patch: {gold.flags}"
         return verdict
 
     return run

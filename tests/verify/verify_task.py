@@ -112,3 +112,9 @@ class CloneBackend:
 
     def reap(self, labels: dict[str, str] | None = None) -> int:
         return 0
+
+
+def own_verify_labels() -> dict[str, str]:
+    """Labels of the verification containers this test session started: never reap another session's (two suites
+    may share one Docker engine, and a reap by role alone removed the other's containers mid-test)."""
+    return {"role": "verify", "session": os.environ["AGENTBON_SESSION"]}
