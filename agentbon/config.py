@@ -10,7 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agentbon.errors import ConfigError
-from agentbon.types import PytestPlugin
+from agentbon.types import FlagKind, PytestPlugin
 
 MEMORY = re.compile(r"(\d+(?:\.\d+)?)([bkmg]?)b?", re.IGNORECASE)
 """Docker's memory syntax as the SDK parses it: digits (a fraction allowed) with an optional b, k, m or g suffix."""
@@ -20,6 +20,11 @@ NETWORK_MODES = ("none", "bridge", "host")
 """Network modes every Docker engine has; ``container:<name>`` and user-defined networks are the others."""
 NETWORK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 """What Docker accepts as a network or container name."""
+USER_ID = re.compile(r"\d{1,10}(:\d{1,10})?")
+"""A numeric user, ``<uid>`` or ``<uid>:<gid>``."""
+CAPABILITY = re.compile(r"[A-Z][A-Z_]*")
+"""A Linux capability's name without ``CAP_`` (``CHOWN``, ``DAC_OVERRIDE``)."""
+MIN_DISK = 64 << 20
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 """A run id is a directory name under ``run_dir``."""
 
@@ -58,6 +63,55 @@ class SandboxConfig(Section):
     """Characters of output kept per command (head and tail)."""
     setup_timeout_s: float = Field(default=120.0, gt=0)
     """Deadline for starting a sandbox."""
+    user: str = "auto"
+    """Who runs the agent's commands and the tests (docs/security.md, "Sandbox hardening"): ``auto`` (an
+    unprivileged user, uid:gid 10001:10001, where the image allows it, else root with the reason logged), ``root``,
+    or ``<uid>[:<gid>]`` (that user, or the sandbox fails to start). The verifier's housekeeping always runs as
+    root. The process backend runs everything as the invoking user."""
+    drop_capabilities: bool = True
+    """Start containers with every Linux capability dropped except ``cap_add``."""
+    cap_add: list[str] = Field(default_factory=lambda: ["CHOWN", "DAC_OVERRIDE", "FOWNER"])
+    """Capabilities kept when ``drop_capabilities`` is on: what root housekeeping in a repository owned by the
+    sandbox's user needs (measured, docs/security.md). Add e.g. ``SETUID``, ``SETGID`` or ``NET_BIND_SERVICE`` for
+    tasks whose tests run as root and need them."""
+    no_new_privileges: bool = True
+    """``no-new-privileges``: setuid binaries and file capabilities do not raise a process's privileges."""
+    disk_limit: str | None = "10g"
+    """Most bytes a container may write (its writable layer): docker memory syntax, or None for no limit. An
+    engine with quotas (overlay2 on xfs with pquota) enforces it; otherwise a watchdog measures the layer every
+    ``disk_check_s`` and stops the sandbox past it (a model outcome, docs/failure-taxonomy.md)."""
+    disk_check_s: float = Field(default=2.0, gt=0)
+    """Seconds between two measurements of a container's writable layer by the disk watchdog."""
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        value = value.strip()
+        if value in ("auto", "root") or USER_ID.fullmatch(value):
+            return value
+        raise ValueError(f"{value!r} is not a sandbox user: expected auto, root, or <uid>[:<gid>] (e.g. 10001:10001)")
+
+    @field_validator("cap_add")
+    @classmethod
+    def _caps(cls, value: list[str]) -> list[str]:
+        caps = [c.strip().upper().removeprefix("CAP_") for c in value]
+        bad = [c for c in caps if not CAPABILITY.fullmatch(c)]
+        if bad:
+            raise ValueError(f"not capability names: {bad} (expected e.g. CHOWN, DAC_OVERRIDE, SETUID)")
+        return caps
+
+    @field_validator("disk_limit", mode="before")
+    @classmethod
+    def _disk_limit(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            return value
+        if value.strip().lower() in ("none", "off", "0"):
+            return None
+        if memory_bytes(value) < MIN_DISK:
+            raise ValueError(f"{value!r} is under the least disk limit of 64m (a sandbox's own files need more)")
+        return value.strip().lower()
 
     @field_validator("memory", mode="before")
     @classmethod
@@ -191,6 +245,9 @@ class VerifyConfig(Section):
     """None: each test set decides (``TestSet.pytest_plugin_autoload``, off by default); True or False: for every
     task. On, pytest loads every installed plugin, and a candidate that edits a plugin of the repository under
     test can forge results from inside pytest; off, only the named plugins load."""
+    max_file_bytes: int = Field(default=1 << 20, ge=1)
+    """A file the patch adds, or grows by, more than this many bytes is flagged ``large_file`` (docs/security.md,
+    "Static scan")."""
 
 
 class SelectConfig(Section):
@@ -204,6 +261,12 @@ class SelectConfig(Section):
     """A trained classifier (``agentbon critic train``); none: a heuristic prior until one is trained."""
     soft_temperature: float = Field(default=0.5, gt=0)
     """Temperature of ``soft-bon``'s softmax over critic scores."""
+    allow_flags: list[FlagKind] = Field(default_factory=list)
+    """Flag kinds that do not keep a candidate from being chosen. A candidate whose evidence verdict carries any
+    other flag ranks with the invalid ones, below every candidate a selector may pick (docs/security.md, Flags)."""
+    flagged_fallback: Literal["none", "flagged"] = "none"
+    """A task whose valid candidates are all flagged: ``none`` gets no winner (the reason names the flags);
+    ``flagged`` lets the selector choose among them as usual (the exports mark the winner)."""
 
 
 class ReportConfig(Section):
@@ -224,6 +287,12 @@ class ReportConfig(Section):
     """Price of one sandbox (container) hour, charged on rollout and verification time."""
     rl_training_cost: float | None = Field(default=None, ge=0)
     """Cost of an RL run reaching the same accuracy at N = 1, in the report's cost unit (USD or tokens)."""
+
+
+class ExportConfig(Section):
+    flagged: Literal["mark", "omit"] = "mark"
+    """Flagged candidates in exports: ``mark`` ships them with their flags and the files grading undid; ``omit``
+    leaves out every candidate with a flag ``select.allow_flags`` does not accept (docs/security.md, Flags)."""
 
 
 class RunConfig(Section):
@@ -269,6 +338,7 @@ class RunConfig(Section):
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
     select: SelectConfig = Field(default_factory=SelectConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
+    export: ExportConfig = Field(default_factory=ExportConfig)
 
     @field_validator("run_id")
     @classmethod

@@ -17,6 +17,17 @@ SelectorOpt = Annotated[
 ]
 
 
+FlaggedOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--flagged",
+        help="Flagged candidates: mark (ship them with their flags and the files grading undid) or omit (leave out "
+        "those with a flag select.allow_flags does not accept). Default: the run's export.flagged (mark).",
+        rich_help_panel="Selection",
+    ),
+]
+
+
 def _load(run_dir: Path):
     from agentbon.cli.report import open_store
     from agentbon.report.data import load_run
@@ -38,6 +49,7 @@ def swebench(
         typer.Option("--out", "-o", help="Folder (default: RUN_DIR/exports/swebench).", rich_help_panel="Output"),
     ] = None,
     selector: SelectorOpt = None,
+    flagged: FlaggedOpt = None,
 ) -> None:
     """Predictions JSONL for the SWE-bench harness: the selected candidate, and one file per rollout index."""
     from agentbon.errors import ExportError
@@ -45,7 +57,7 @@ def swebench(
 
     store, data = _load(run_dir)
     try:
-        files = export_swebench(data, out or store.path / "exports" / "swebench", selector)
+        files = export_swebench(data, out or store.path / "exports" / "swebench", selector, flagged)
     except ExportError as e:
         _fail(e)
     for name, path in files.items():
@@ -75,6 +87,7 @@ def pairs(
         int, typer.Option(help="Pairs per task at most (sampled).", rich_help_panel="Selection")
     ] = 8,
     seed: Annotated[int, typer.Option(help="Seed of the pair sampling.", rich_help_panel="Selection")] = 0,
+    flagged: FlaggedOpt = None,
 ) -> None:
     """Preference pairs (passing vs failing candidate of a task, with test evidence) in TRL's DPO format."""
     from agentbon.export import export_pairs
@@ -86,7 +99,12 @@ def pairs(
             raise typer.BadParameter(f"{value!r}: expected one of {', '.join(allowed)}", param_hint=flag)
     store, data = _load(run_dir)
     path = out or store.path / "exports" / "pairs.jsonl"
-    stats = export_pairs(store, data, path, fmt, content, label, max_per_task, seed)  # type: ignore[arg-type]
+    from agentbon.errors import ExportError
+
+    try:
+        stats = export_pairs(store, data, path, fmt, content, label, max_per_task, seed, flagged)  # type: ignore[arg-type]
+    except ExportError as e:
+        _fail(e)
     skipped = ", ".join(f"{why}: {n}" for why, n in stats.skipped.items()) or "none"
     typer.echo(
         f"{stats.pairs} pairs from {stats.tasks_with_pairs} tasks ({stats.tasks_without} tasks without a pass/fail split; skipped: {skipped})"
@@ -118,6 +136,7 @@ def branches(
     force: Annotated[
         bool, typer.Option("--force", help="Move a branch that exists with other content.", rich_help_panel="Target")
     ] = False,
+    flagged: FlaggedOpt = None,
 ) -> None:
     """Winners as git branches agentbon/<run_id>/<task_id> (working tree untouched), or as patch files."""
     from agentbon.errors import ExportError
@@ -130,9 +149,9 @@ def branches(
     _, data = _load(run_dir)
     try:
         result = (
-            export_patches(data, patches, selector, resolved_only)
+            export_patches(data, patches, selector, resolved_only, flagged)
             if patches
-            else export_branches(data, repo or [], selector, resolved_only, force)
+            else export_branches(data, repo or [], selector, resolved_only, force, flagged)
         )
     except ExportError as e:
         _fail(e)
@@ -142,6 +161,8 @@ def branches(
     )
     for name in result.created:
         typer.echo(f"  + {name}")
+    for task_id, what in result.flagged.items():
+        typer.echo(f"  ! {task_id}: flagged {what}")
     for task_id, why in {**result.skipped, **result.failed}.items():
         typer.echo(f"  - {task_id}: {why}")
     if result.failed:

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-DEFAULT_TABLES = ("headline", "scaling", "selectors")
+DEFAULT_TABLES = ("headline", "flags", "scaling", "selectors")
+"""Tables ``agentbon report`` prints without ``--all`` (``flags`` only exists when a candidate was flagged)."""
 
 
 def open_store(path: Path):  # -> RunStore

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from agentbon.evaluate.match import Matched
 from agentbon.evaluate.predictions import InputError
 from agentbon.store import RunStore
-from agentbon.types import Task, TestOutcome, Verdict
+from agentbon.types import Flag, Task, TestOutcome, Verdict
 
 REPORT = "eval_report.json"
 Outcome = Literal["resolved", "unresolved", "empty_patch", "error"]
@@ -36,6 +36,9 @@ class InstanceResult(BaseModel):
     patch_applied: bool | None = None
     tampered: list[str] = Field(default_factory=list)
     """Test, conftest or runner-config files the patch touched (undone before grading): a flag to look at."""
+    flags: list[Flag] = Field(default_factory=list)
+    """Everything the grading flagged (kind, detail, paths; docs/security.md, Flags); a non-empty ``tampered``
+    comes with a ``tampered`` flag."""
     tests: dict[str, TestOutcome] = Field(default_factory=dict)
     patch_hash: str = ""
     duration_s: float = 0.0
@@ -51,26 +54,54 @@ def outcome_of(verdict: Verdict | None) -> Outcome:
     return "resolved" if verdict.status == "pass" else "unresolved"
 
 
+def flags_of(verdict: Verdict) -> list[Flag]:
+    """The verdict's flags, with a ``tampered`` flag for a legacy ``tampered`` list that has none."""
+    flags = list(verdict.flags)
+    if verdict.tampered and not any(f.kind == "tampered" for f in flags):
+        flags.append(Flag(kind="tampered", detail="touched protected files", paths=list(verdict.tampered)))
+    return flags
+
+
 def instance_results(store: RunStore, matched: Matched) -> dict[str, InstanceResult]:
     """Every submitted instance's result, by id, read from the store's grade verdicts."""
     grades = store.verdicts("grade") if store.path.exists() else {}
     out: dict[str, InstanceResult] = {}
     for tid, p in sorted(matched.submitted.items()):
         if tid in matched.empty:
-            out[tid] = InstanceResult(instance_id=tid, outcome="empty_patch", reason="empty patch: not graded", line=p.line)
+            out[tid] = InstanceResult(
+                instance_id=tid, outcome="empty_patch", reason="empty patch: not graded", line=p.line
+            )
             continue
         v = grades.get(f"{tid}/0")
         out[tid] = InstanceResult(
-            instance_id=tid, outcome=outcome_of(v), line=p.line, rollout_id=f"{tid}/0",
+            instance_id=tid,
+            outcome=outcome_of(v),
+            line=p.line,
+            rollout_id=f"{tid}/0",
             **(
                 dict(
-                    verdict=v.status, reason=v.reason, patch_applied=v.patch_applied, tampered=v.tampered,
-                    tests=v.tests, patch_hash=v.patch_hash, duration_s=v.duration_s,
+                    verdict=v.status,
+                    reason=v.reason,
+                    patch_applied=v.patch_applied,
+                    tampered=v.tampered,
+                    flags=flags_of(v),
+                    tests=v.tests,
+                    patch_hash=v.patch_hash,
+                    duration_s=v.duration_s,
                 )
                 if v is not None
                 else dict(reason="not graded (interrupted or stopped before its verification)")
             ),
         )
+    return out
+
+
+def flagged_ids(results: dict[str, InstanceResult]) -> dict[str, list[str]]:
+    """Flag kind → instances whose grading flagged it (kinds never seen are left out)."""
+    out: dict[str, list[str]] = {}
+    for tid, r in sorted(results.items()):
+        for kind in dict.fromkeys(f.kind for f in r.flags):
+            out.setdefault(kind, []).append(tid)
     return out
 
 
@@ -100,6 +131,7 @@ def build_report(
         "unresolved_ids": sorted(ids["unresolved"]),
         "error_ids": sorted(ids["error"]),
         "failure_reasons": {tid: results[tid].reason for tid in sorted(ids["error"])},
+        "flagged_ids": flagged_ids(results),
         "schema_version": 2,
         "run_id": store.run_id,
         "model_name_or_path": matched.model,

@@ -16,6 +16,8 @@ def _flags(entry: dict[str, Any]) -> str:
     flags = []
     if entry.get("tampered"):
         flags.append(f"tampered: {', '.join(entry['tampered'][:3])}")
+    kinds = dict.fromkeys(f["kind"] for f in entry.get("flags") or [])
+    flags += [kind for kind in kinds if not (kind == "tampered" and entry.get("tampered"))]  # said above, with paths
     if entry.get("patch_applied") is False:
         flags.append("patch did not apply")
     return "; ".join(flags)
@@ -47,6 +49,9 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         where = f"{error['file']}:{error['line']}" if error.get("line") is not None else error["file"]
         key = f"{error['key']}: " if error.get("key") else ""
         _say(console, f"input error: {where}: {key}{error['problem']}")
+    for kind, ids in (report.get("flagged_ids") or {}).items():  # one line per flag kind, when any
+        shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+        _say(console, f"flagged {kind}: {len(ids)} instance{'s' * (len(ids) != 1)} ({shown})")
     n = report["submitted_instances"]
     share = f" ({100 * report['resolved_instances'] / n:.1f}%)" if n else ""
     _say(

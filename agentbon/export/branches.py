@@ -18,7 +18,7 @@ from pathlib import Path
 import git
 
 from agentbon.errors import ExportError
-from agentbon.export.common import Winner, as_patch_file, pick_selector, winners
+from agentbon.export.common import Winner, as_patch_file, flag_note, flagged_policy, pick_selector, winners
 from agentbon.report.data import RunData
 
 IDENTITY = {
@@ -37,6 +37,14 @@ class BranchResult:
     """task id → why no branch (no winner, empty patch, not resolved)."""
     failed: dict[str, str] = field(default_factory=dict)
     """task id → what went wrong (base commit in no repository, patch does not apply, branch exists)."""
+    flagged: dict[str, str] = field(default_factory=dict)
+    """task id → the flags of a winner that was exported marked, and the files grading undid."""
+
+
+def _mark(result: BranchResult, w: Winner) -> None:
+    if w.flags or w.undone:
+        kinds = ", ".join(dict.fromkeys(f.kind for f in w.flags))
+        result.flagged[w.task_id] = kinds + (f"; grading undid: {', '.join(w.undone)}" if w.undone else "")
 
 
 def branch_name(run_id: str, task_id: str) -> str:
@@ -55,9 +63,11 @@ def _message(data: RunData, w: Winner, selector: str) -> str:
     evidence = data.evidence.get(w.rollout.rollout_id) if w.rollout else None
     task = data.tasks.get(w.task_id)
     problem = (task.problem_statement.strip().splitlines() or [""])[0][:200] if task else ""
+    note = flag_note(w.flags, w.undone)
     return (
         f"agentbon: {w.task_id}\n\n{problem}\n\nrun {data.run_id}, rollout {w.rollout.rollout_id if w.rollout else '?'} "
         f"chosen by {selector}\n{grade}\nevidence: {evidence.status if evidence else 'none'}\n"
+        + (f"\n{note}\n" if note else "")
     )
 
 
@@ -82,9 +92,18 @@ def _commit(repo: git.Repo, base: str, patch: str, message: str) -> str:
 
 
 def export_branches(
-    data: RunData, repos: list[Path], selector: str | None = None, resolved_only: bool = False, force: bool = False
+    data: RunData,
+    repos: list[Path],
+    selector: str | None = None,
+    resolved_only: bool = False,
+    force: bool = False,
+    flagged: str | None = None,
 ) -> BranchResult:
-    """Create ``agentbon/<run_id>/<task_id>`` in whichever of ``repos`` holds each task's base commit."""
+    """Create ``agentbon/<run_id>/<task_id>`` in whichever of ``repos`` holds each task's base commit.
+
+    A flagged winner's commit message lists its flags and the files grading undid; with ``flagged`` (or the run's
+    ``export.flagged``) ``omit``, a winner with a flag outside ``select.allow_flags`` gets no branch.
+    """
     if not repos:
         raise ExportError("--repo: give at least one target repository")
     opened = []
@@ -94,9 +113,10 @@ def export_branches(
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as e:
             raise ExportError(f"--repo {path}: not a git repository") from e
     name = pick_selector(data, selector)
+    omit = flagged_policy(data, flagged) == "omit"
     result = BranchResult()
     for w in winners(data, name):
-        if why := _skip_reason(w, resolved_only):
+        if why := _skip_reason(w, resolved_only, omit):
             result.skipped[w.task_id] = why
             continue
         task = data.tasks.get(w.task_id)
@@ -121,6 +141,7 @@ def export_branches(
             continue
         repo.git.update_ref(ref, commit)
         result.created.append(ref[len("refs/heads/") :])
+        _mark(result, w)
     return result
 
 
@@ -131,25 +152,32 @@ def _resolve(repo: git.Repo, ref: str) -> str | None:
         return None
 
 
-def _skip_reason(w: Winner, resolved_only: bool) -> str | None:
+def _skip_reason(w: Winner, resolved_only: bool, omit: bool = False) -> str | None:
     if w.rollout is None:
         return "no winner"
     if not w.patch.strip():
         return "empty patch"
     if resolved_only and not (w.grade and w.grade.status == "pass"):
         return f"not resolved (grade: {w.grade.status if w.grade else 'none'})"
+    if omit and w.blocking:
+        return f"flagged: {', '.join(w.blocking)} (export.flagged: omit)"
     return None
 
 
 def export_patches(
-    data: RunData, out_dir: Path, selector: str | None = None, resolved_only: bool = False
+    data: RunData, out_dir: Path, selector: str | None = None, resolved_only: bool = False, flagged: str | None = None
 ) -> BranchResult:
-    """Write ``<task_id>.patch`` per winner (``git apply``-able, with a header) and ``winners.jsonl`` to review from."""
+    """Write ``<task_id>.patch`` per winner (``git apply``-able, with a header) and ``winners.jsonl`` to review from.
+
+    Each ``winners.jsonl`` row carries the winner's ``flags`` (kinds) and ``undone`` files; ``flagged`` as for
+    :func:`export_branches`.
+    """
     name = pick_selector(data, selector)
+    omit = flagged_policy(data, flagged) == "omit"
     out_dir.mkdir(parents=True, exist_ok=True)
     result, index = BranchResult(), []
     for w in winners(data, name):
-        if why := _skip_reason(w, resolved_only):
+        if why := _skip_reason(w, resolved_only, omit):
             result.skipped[w.task_id] = why
             continue
         assert w.rollout is not None
@@ -161,8 +189,10 @@ def export_patches(
         index.append({
             "task_id": w.task_id, "rollout_id": w.rollout.rollout_id, "selector": name, "patch": file.name,
             "base_commit": task.repo.base_commit if task else None, "grade": w.grade.status if w.grade else None,
-            "evidence": evidence.status if evidence else None,
+            "evidence": evidence.status if evidence else None, "flags": list(dict.fromkeys(f.kind for f in w.flags)),
+            "undone": w.undone,
         })  # fmt: skip
         result.created.append(file.name)
+        _mark(result, w)
     (out_dir / "winners.jsonl").write_text("".join(json.dumps(row) + "\n" for row in index))
     return result

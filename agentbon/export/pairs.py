@@ -5,7 +5,10 @@ Rows are what TRL's ``DPOTrainer`` reads: ``prompt``, ``chosen``, ``rejected`` â
 ids and the test evidence of both sides. The completion is the candidate's patch, or its whole
 agent trajectory after the prompt. Labels come from the grade (or the selection evidence); only
 valid samples with a decided verdict are used; identical patches with opposite labels (a flaky
-test) and chosen candidates that touched test files are skipped.
+test) and chosen candidates that carry any flag (docs/security.md, Flags: a policy must not learn
+to tamper or forge) are skipped. A flagged rejected candidate is kept and marked in its side's
+``flags`` and ``undone`` (``export.flagged: mark``), or left out when its flag is outside
+``select.allow_flags`` (``export.flagged: omit``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from agentbon.export.common import flagged_policy
 from agentbon.report.data import RunData, is_sample
+from agentbon.report.flags import blocking_kinds, rollout_flags, rollout_kinds, undone_paths
 from agentbon.store import RunStore
 from agentbon.types import Rollout, Verdict, patch_hash
 
@@ -51,6 +56,10 @@ def _side(r: Rollout, data: RunData) -> dict[str, Any]:
         "evidence_reason": evidence.reason if evidence else "",
         "evidence_tests": _tests(evidence),
         "tampered": list(grade.tampered) if grade else [],
+        "flags": [
+            {"kind": f.kind, "detail": f.detail, "paths": list(f.paths)} for f in rollout_flags(data, r.rollout_id)
+        ],
+        "undone": undone_paths(data, r.rollout_id),
     }
 
 
@@ -98,9 +107,14 @@ def export_pairs(
     label: Literal["grade", "evidence"] = "grade",
     max_per_task: int = 8,
     seed: int = 0,
+    flagged: str | None = None,
 ) -> PairStats:
-    """Write one JSON line per (passing, failing) pair; at most ``max_per_task`` per task, sampled with ``seed``."""
+    """Write one JSON line per (passing, failing) pair; at most ``max_per_task`` per task, sampled with ``seed``.
+
+    ``flagged`` (``mark``/``omit``) overrides the run's ``export.flagged`` for rejected candidates.
+    """
     verdicts = data.grades if label == "grade" else data.evidence
+    omit = flagged_policy(data, flagged) == "omit"
     stats, rng, lines = PairStats(), random.Random(seed), []
 
     def skip(why: str) -> None:
@@ -119,8 +133,11 @@ def export_pairs(
             if key in seen:
                 continue  # the same patch twice teaches nothing new
             seen.add(key)
-            if v.status == "pass" and v.tampered:
-                skip("chosen touched test files")
+            kinds = rollout_kinds(data, r.rollout_id)
+            if v.status == "pass" and kinds:
+                skip(f"chosen flagged ({', '.join(kinds)})")
+            elif v.status == "fail" and omit and blocking_kinds(data, r.rollout_id):
+                skip(f"rejected flagged ({', '.join(blocking_kinds(data, r.rollout_id))}; export.flagged: omit)")
             elif v.status == "pass" and not r.patch.strip():
                 skip("chosen has an empty patch")
             else:

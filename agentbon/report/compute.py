@@ -77,14 +77,14 @@ def as_estimator_scores(scores: np.ndarray, estimator: Estimator, candidate: np.
     """The recorded scores in the form the estimator reads; ``candidate`` marks the samples the selector could pick.
 
     NaN stays (not a sample); a sample that is no candidate (empty patch, patch that does not
-    apply) ranks below every candidate, or has weight 0 in a softmax.
+    apply, a flag the run does not accept) ranks below every candidate, or has weight 0 in a softmax.
     """
     s = np.asarray(scores, dtype=np.float64)
     if estimator == "uniform":
         return np.where(np.isnan(s), np.nan, np.where(candidate, 0.0, -np.inf))  # candidates tied: uniform
     if estimator == "softmax":
         return np.where(np.isnan(s), np.nan, np.where(candidate & np.isfinite(s), s, -np.inf))
-    return s
+    return np.where(np.isnan(s) | candidate, s, -np.inf)
 
 
 def _selected(scores: np.ndarray, correct: np.ndarray, curve: np.ndarray, ks: list[int], est: Estimator) -> np.ndarray:
@@ -103,7 +103,7 @@ def compute_curves(
     confidence: float = 0.95,
     seed: int = 0,
     estimators: dict[str, Estimator] | None = None,
-    candidates: np.ndarray | None = None,
+    candidates: np.ndarray | dict[str, np.ndarray] | None = None,
 ) -> Curves:
     """Coverage@k and, per selector, selected@k, loss@k and gap recovered@k with bootstrap bands over tasks.
 
@@ -112,7 +112,8 @@ def compute_curves(
     measured (NaN). Every series is resampled with the same task draws, so a selector's loss band
     is the band of a difference, not a difference of bands. ``estimators`` names how each
     selector's scores are read (default ``rank``); ``candidates`` marks the samples a selector could
-    pick (default: all), which the ``uniform`` and ``softmax`` estimators choose among.
+    pick (default: all; a dict gives each selector its own), which every estimator chooses among: a
+    k-subset with no candidate counts as no choice (unsolved), whatever its samples' grades.
     """
     if not ks or ks[0] != 1:
         raise ValueError(f"ks must start at 1, got {list(ks)}")
@@ -125,14 +126,20 @@ def compute_curves(
     tasks, width = int(rows.size), len(ks)
     measured = np.array([tasks > 0 and bool((n_all[rows] >= k).all()) for k in ks])
     cor, cur = correct[rows], valid[rows]
-    cand = np.ones(valid.shape, bool)[rows] if candidates is None else np.asarray(candidates, bool)[rows]
+    every = np.ones(valid.shape, bool)
+
+    def cand_of(name: str) -> np.ndarray:
+        mask = candidates.get(name, every) if isinstance(candidates, dict) else candidates
+        return np.asarray(every if mask is None else mask, bool)[rows]
+
     n = n_all[rows]
     c = (cor * cur).sum(axis=1).round().astype(np.int64)
     cov = np.asarray(pass_at_k(n, c, ks)).reshape(tasks, width)
     sel = {}
     for name in names:
         est = estimators.get(name, "rank")
-        sel[name] = _selected(as_estimator_scores(scores[name][rows], est, cand), cor, cur, ks, est)
+        cand = cand_of(name)
+        sel[name] = _selected(as_estimator_scores(scores[name][rows], est, cand), cor * cand, cur, ks, est)
         sel[name] = sel[name].reshape(tasks, width)
     per_task_cov = np.full((valid.shape[0], width), np.nan)
     per_task_cov[rows] = np.where(n[:, None] >= np.asarray(ks)[None, :], cov, np.nan)

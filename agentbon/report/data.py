@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from agentbon.protocols import Candidate
-from agentbon.select.base import invalid_reason
+from agentbon.select.base import blocking_flags, invalid_reason
 from agentbon.store import RunStore
 from agentbon.types import Rollout, Selection, Task, Verdict
 
@@ -79,7 +79,10 @@ class RunData:
     curve: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
     """The samples the curves use: ``valid``, less the rollouts past the fixed part of an early-stopped task."""
     candidate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
-    """Samples a selector could pick (not an empty patch, not a patch that does not apply): the selectors' rule."""
+    """Samples a selector could pick (not an empty patch, not a patch that does not apply, no evidence flag outside
+    ``select.allow_flags`` unless the task's fallback lets every flagged one be chosen): the selectors' rule."""
+    oracle_candidate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
+    """As ``candidate`` with flags left aside: the oracle's rule (it ranks by grade alone) and the fallback's."""
     early_stop: dict[str, EarlyStopped] = field(default_factory=dict)
     """Task id → what early stop did to it (tasks it never stopped are absent)."""
     infra_events: list[dict] = field(default_factory=list)
@@ -128,7 +131,9 @@ def load_run(store: RunStore) -> RunData:
     shape = (len(task_ids), n)
     present, valid = np.zeros(shape, bool), np.zeros(shape, bool)
     correct, cells = np.zeros(shape), np.full(shape, MISSING, dtype=np.int8)
-    candidate = np.zeros(shape, bool)
+    candidate, oracle_candidate = np.zeros(shape, bool), np.zeros(shape, bool)
+    select = config.get("select") or {}
+    allowed = list(select.get("allow_flags") or [])
     for rid, r in rollouts.items():
         i, j = row[r.task_id], r.index
         present[i, j] = True
@@ -140,7 +145,12 @@ def load_run(store: RunStore) -> RunData:
         cells[i, j] = {"pass": PASS, "fail": FAIL, "infra_error": GRADE_INFRA}.get(status or "", UNGRADED)
         valid[i, j] = status in ("pass", "fail")  # an undecided grade is no sample: left out of n, counted apart
         correct[i, j] = 1.0 if status == "pass" else 0.0
-        candidate[i, j] = invalid_reason(Candidate(rollout=r, evidence=evidence.get(rid))) is None
+        seen = Candidate(rollout=r, evidence=evidence.get(rid))
+        oracle_candidate[i, j] = invalid_reason(seen) is None
+        candidate[i, j] = oracle_candidate[i, j] and not blocking_flags(seen, allowed)
+    if select.get("flagged_fallback") == "flagged":  # a task whose candidates are all flagged: they are chosen from
+        fallback = ~candidate.any(axis=1)
+        candidate[fallback] = oracle_candidate[fallback]
     stopped = early_stops(store.events_of("early_stop"), config)
     curve = valid.copy()
     for task_id, stop in stopped.items():
@@ -161,6 +171,7 @@ def load_run(store: RunStore) -> RunData:
         cells=cells,
         curve=curve,
         candidate=candidate,
+        oracle_candidate=oracle_candidate,
         early_stop={t: s for t, s in stopped.items() if t in row},
         infra_events=store.events_of("infra"),
     )

@@ -12,8 +12,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 SUMMARY_SCHEMA = "agentbon.summary"
-SUMMARY_VERSION = 2
-"""2: typed model; per-k values None where not measured; grade infra errors out of n; early stop; infra."""
+SUMMARY_VERSION = 3
+"""2: typed model; per-k values None where not measured; grade infra errors out of n; early stop; infra.
+3: ``flags`` (per kind, per task, flagged winners)."""
+READS = (2, 3)
+"""Versions :func:`read_summary` reads; a version-2 file reads with an empty ``flags`` section."""
 
 
 class Part(BaseModel):
@@ -170,6 +173,25 @@ class EarlyStop(Part):
     est_sandbox_s_saved: float
 
 
+class Flags(Part):
+    """What the verifications flagged (docs/security.md, Flags): a rollout counts once per kind, either role."""
+
+    rollouts: int = 0
+    """Rollouts with at least one flag."""
+    by_kind: dict[str, int] = Field(default_factory=dict)
+    """Flag kind → rollouts flagged with it (kinds never seen are left out)."""
+    tasks_by_kind: dict[str, int] = Field(default_factory=dict)
+    """Flag kind → tasks with at least one rollout flagged with it."""
+    per_task: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
+    """Task id → flag kind → rollout ids (tasks without a flag are left out)."""
+    winners: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
+    """Selector (the oracle too) → task id → kinds flagged on its winner, for winners that carry a flag."""
+    allowed: list[str] = Field(default_factory=list)
+    """The run's ``select.allow_flags``: kinds that kept no candidate from being chosen."""
+    fallback: str = "none"
+    """The run's ``select.flagged_fallback``."""
+
+
 class TaskRow(Part):
     task_id: str
     n: int
@@ -201,6 +223,7 @@ class RunReport(Part):
     rollouts: RolloutCounts
     infra: Infra
     early_stop: EarlyStop
+    flags: Flags = Field(default_factory=Flags)
     # SWE-bench harness report keys (schema_version 2) for the primary selector's winners.
     total_instances: int
     submitted_instances: int
@@ -252,10 +275,10 @@ def read_summary(path: Path) -> RunReport:
 
     text = Path(path).read_text()
     head = RunReportHead.model_validate_json(text)
-    if head.schema_id != SUMMARY_SCHEMA or head.version != SUMMARY_VERSION:
+    if head.schema_id != SUMMARY_SCHEMA or head.version not in READS:
         raise ConfigError(
-            f"{path}: summary {head.schema_id} version {head.version}, this agentbon reads version {SUMMARY_VERSION}; "
-            "re-render it with `agentbon report RUN_DIR`"
+            f"{path}: summary {head.schema_id} version {head.version}, this agentbon reads versions "
+            f"{', '.join(map(str, READS))}; re-render it with `agentbon report RUN_DIR`"
         )
     return RunReport.model_validate_json(text)
 

@@ -14,6 +14,7 @@ from agentbon.metrics import doubling_ks
 from agentbon.report.compute import Curves, Estimator, compute_curves
 from agentbon.report.costs import cost_section, theory_section
 from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA, PASS, UNGRADED, RunData, load_run
+from agentbon.report.flags import flag_section
 from agentbon.report.instances import rollout_report, winner_report
 from agentbon.report.model import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport
 from agentbon.report.references import LABEL, REFERENCES
@@ -41,8 +42,9 @@ def run_curves(data: RunData, options: ReportConfig) -> Curves:
     """Curves for every selector and oracle of the run, from its curve sample (docs/estimators.md)."""
     ks = doubling_ks(data.n) if data.n else [1]
     scores = {**data.scores, **data.oracle_scores}
+    candidates = {name: data.candidate for name in data.scores}  # the oracle's scores are read as recorded
     return compute_curves(data.correct, data.curve, scores, ks, options.bootstrap, options.confidence, options.seed,
-                          estimators=ESTIMATORS, candidates=data.candidate)  # fmt: skip
+                          estimators=ESTIMATORS, candidates=candidates)  # fmt: skip
 
 
 def serving_stats(store: RunStore) -> dict | None:
@@ -168,6 +170,7 @@ def build_report(store: RunStore, data: RunData | None = None, **overrides: obje
         },
         "infra": infra_section(data),
         "early_stop": early_stop_section(data),
+        "flags": flag_section(data),
         **winner_report(data, data.primary),
         "rollout_report": rollout_report(data),
         "metrics": {

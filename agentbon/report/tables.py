@@ -105,6 +105,9 @@ def headline(s: dict) -> Table:
             [f"gap recovered@{ks[last]}", band(p["gap_recovered"], last)],
             ["winners resolved (SWE-bench keys)", f"{s['resolved_instances']} / {s['total_instances']}"],
         ]
+    flagged = (s.get("flags") or {}).get("rollouts") or 0
+    if flagged:
+        rows.append(["flagged rollouts (see Flags)", f"{flagged} / {r['total']}"])
     early = s["early_stop"]
     if early["tasks"]:
         rows.append(["early stop: rollouts not run / est. sandbox-seconds saved",
@@ -139,6 +142,54 @@ def headline(s: dict) -> Table:
     if note := not_measured_note(s):
         notes.append(note)
     return Table("headline", "Headline", ["", "value"], rows, notes)
+
+
+FLAG_MEANING = {
+    "tampered": "changed tests, conftest, runner config or startup hooks (undone before the run)",
+    "forged": "the verifier's canary tests did not come out as planted (verdict failed)",
+    "disagreement": "the independent check of the FAIL_TO_PASS tests disagrees with the runner",
+    "suspicious_code": "added code reaches into test-framework internals or exits early",
+    "large_file": "adds a file over the size limit",
+    "binary": "adds binary content",
+    "outside_write": "the test run wrote outside the repository",
+}
+
+
+def _listed(items: list[str], most: int = 10) -> str:
+    return ", ".join(items[:most]) + ("…" if len(items) > most else "")
+
+
+def flags(s: dict) -> Table | None:
+    """One row per flag kind seen: rollouts, tasks, flagged winners of the primary selector (None when no flag)."""
+    f = s.get("flags") or {}
+    if not f.get("rollouts"):
+        return None
+    primary = s.get("primary_selector")
+    won = (f["winners"].get(primary) or {}) if primary else {}
+    headers = ["flag", "rollouts", "tasks", f"winners ({primary})" if primary else "winners", "meaning"]
+    rows = [
+        [kind, str(count), str(f["tasks_by_kind"].get(kind, 0)), str(sum(kind in k for k in won.values())),
+         FLAG_MEANING.get(kind, "")]
+        for kind, count in f["by_kind"].items()
+    ]  # fmt: skip
+    allowed = ", ".join(f["allowed"]) or "none"
+    notes = [
+        f"{f['rollouts']} flagged rollouts. Selectors never choose a candidate whose evidence verdict carries a flag "
+        f"outside select.allow_flags (now: {allowed}); a task whose candidates are all flagged gets "
+        + ("a choice among them (select.flagged_fallback: flagged)." if f["fallback"] == "flagged" else "no winner.")
+        + " See docs/security.md (Flags)."
+    ]
+    tasks = []
+    for task_id, kinds in f["per_task"].items():
+        per_kind = [f"{kind} {_listed([rid.rsplit('/', 1)[1] for rid in rids])}" for kind, rids in kinds.items()]
+        tasks.append(f"{task_id} ({'; '.join(per_kind)})")
+    notes.append(f"Flagged tasks ({len(tasks)}; rollout indices per kind): {_listed(tasks)}.")
+    for name, chosen in f["winners"].items():
+        if chosen:
+            what = "oracle" if name in s["oracles"] else "selector"
+            items = [f"{t} ({', '.join(k)})" for t, k in chosen.items()]
+            notes.append(f"⚠ {name} ({what}) chose flagged winners on {len(items)} tasks: {_listed(items)}.")
+    return Table("flags", "Flags (what verification saw candidates do)", headers, rows, notes)
 
 
 def selectors(s: dict) -> Table:
@@ -297,4 +348,6 @@ def references(s: dict) -> Table:
 def all_tables(summary: RunReport | dict[str, Any]) -> list[Table]:
     """Every table of a report, in reading order."""
     s = as_dict(summary)
-    return [headline(s), scaling(s), selectors(s), selected_by_k(s), cost(s), references(s)]
+    flagged = flags(s)
+    return [headline(s), *([flagged] if flagged else []), scaling(s), selectors(s), selected_by_k(s), cost(s),
+            references(s)]  # fmt: skip

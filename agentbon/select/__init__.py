@@ -12,7 +12,7 @@ from typing import Any
 from agentbon.config import SelectConfig
 from agentbon.errors import ConfigError
 from agentbon.protocols import Critic, Selector
-from agentbon.select.base import INVALID_SCORE, invalid_reason
+from agentbon.select.base import FLAGGED, INVALID_SCORE, blocking_flags, invalid_reason
 from agentbon.select.selectors import (
     CriticOnly,
     Majority,
@@ -46,7 +46,13 @@ def make_selector(
         from agentbon.critic import make_critic
 
         critic = make_critic(config.critic, path=config.critic_path, model=model, store=store)
-    return SELECTORS[name](critic=critic, seed=seed, temperature=config.soft_temperature)
+    return SELECTORS[name](
+        critic=critic,
+        seed=seed,
+        temperature=config.soft_temperature,
+        allow_flags=config.allow_flags,
+        flagged_fallback=config.flagged_fallback,
+    )
 
 
-__all__ = ["INVALID_SCORE", "SELECTORS", "invalid_reason", "make_selector"]
+__all__ = ["FLAGGED", "INVALID_SCORE", "SELECTORS", "blocking_flags", "invalid_reason", "make_selector"]

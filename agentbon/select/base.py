@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -12,6 +12,8 @@ from agentbon.types import Ranked, Selection, Task, normalise_patch
 
 INVALID_SCORE = -1.0
 """Score of a candidate that cannot be right (empty patch, infra error, patch that does not apply): always last."""
+FLAGGED = "flagged: "
+"""Head of the ranked reason of a candidate that a flag keeps from being chosen (``flagged: forged, tampered``)."""
 TIERS = {"fail": 0, "undecided": 1, "pass": 2}
 """Evidence tiers; an evidence verdict that is missing or an infra error counts as undecided."""
 
@@ -26,6 +28,16 @@ def invalid_reason(candidate: Candidate) -> str | None:
     if evidence is not None and not evidence.patch_applied:
         return "patch does not apply"
     return None
+
+
+def blocking_flags(candidate: Candidate, allowed: Collection[str] = ()) -> list[str]:
+    """The flag kinds of the candidate's *evidence* verdict that keep it from being chosen (not in ``allowed``).
+
+    Only the evidence verdict counts: a deployed system sees it, while the grade stays hidden from every selector
+    but the oracle (where evidence is the grade, the evidence verdict is the grade's copy and carries its flags).
+    """
+    evidence = candidate.evidence
+    return [k for k in evidence.flag_kinds if k not in allowed] if evidence is not None else []
 
 
 def evidence_tier(candidate: Candidate) -> tuple[int, str]:
@@ -77,14 +89,14 @@ def rank(
     ]
     top = order[0]
     if scores[top] <= INVALID_SCORE:
+        flagged = sorted(
+            {k for r in ranked if r.reason.startswith(FLAGGED) for k in r.reason[len(FLAGGED) :].split(", ")}
+        )
+        why = "no valid candidate (empty patches or infra errors)"
+        if flagged:
+            why = f"no candidate without a flag (flagged: {', '.join(flagged)}; see select.allow_flags)"
         return Selection(
-            run_id=run_id,
-            task_id=task.task_id,
-            selector=name,
-            winner=None,
-            ranked=ranked,
-            reason="no valid candidate (empty patches or infra errors)",
-            oracle=oracle,
+            run_id=run_id, task_id=task.task_id, selector=name, winner=None, ranked=ranked, reason=why, oracle=oracle
         )
     return Selection(
         run_id=run_id,

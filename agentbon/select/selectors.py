@@ -8,12 +8,21 @@ invalid candidates (empty patch, infra error) below everything else.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
 from agentbon.protocols import Candidate, Critic
-from agentbon.select.base import INVALID_SCORE, critic_scores, evidence_tier, invalid_reason, rank, stable_seed
+from agentbon.select.base import (
+    FLAGGED,
+    INVALID_SCORE,
+    blocking_flags,
+    critic_scores,
+    evidence_tier,
+    invalid_reason,
+    rank,
+    stable_seed,
+)
 from agentbon.types import Selection, Task, patch_hash
 
 CRITIC_WEIGHT = 0.5
@@ -21,16 +30,63 @@ CRITIC_WEIGHT = 0.5
 
 
 class _Base:
+    """Shared by every selector: which candidates it may choose (flags included), and the fallback when none."""
+
     name = ""
     oracle = False
 
-    def __init__(self, critic: Critic | None = None, seed: int = 0, temperature: float = 0.5):
+    def __init__(
+        self,
+        critic: Critic | None = None,
+        seed: int = 0,
+        temperature: float = 0.5,
+        allow_flags: Collection[str] = (),
+        flagged_fallback: str = "none",
+    ):
         self.critic, self.seed, self.temperature = critic, seed, temperature
+        self.allow_flags, self.flagged_fallback = frozenset(allow_flags), flagged_fallback
 
-    def _split(self, candidates: Sequence[Candidate]) -> tuple[list[int], list[float], list[str]]:
+    def select(self, task: Task, candidates: Sequence[Candidate]) -> Selection:
+        """The selector's choice; a candidate with a blocking flag is chosen only by the fallback (docs/security.md)."""
+        flagged = {i: kinds for i, c in enumerate(candidates) if (kinds := self._blocking(c))}
+        fallback = (
+            self.flagged_fallback == "flagged"
+            and bool(flagged)
+            and all(i in flagged for i, c in enumerate(candidates) if invalid_reason(c) is None)
+        )
+        selection = self._select(task, candidates, allowed=set(flagged) if fallback else set())
+        kinds = sorted({k for ks in flagged.values() for k in ks})
+        if not fallback:
+            if flagged and selection.winner is not None:
+                left = f"; {len(flagged)} flagged candidate{'s' * (len(flagged) > 1)} left out ({', '.join(kinds)})"
+                return selection.model_copy(update={"reason": selection.reason + left})
+            return selection
+        by_id = {candidates[i].rollout.rollout_id: ks for i, ks in flagged.items()}
+        ranked = [
+            r.model_copy(update={"reason": f"{r.reason}; {FLAGGED}{', '.join(by_id[r.rollout_id])}"})
+            if r.rollout_id in by_id else r
+            for r in selection.ranked
+        ]  # fmt: skip
+        why = f"every candidate is flagged ({', '.join(kinds)}), select.flagged_fallback chose among them: "
+        return selection.model_copy(update={"ranked": ranked, "reason": why + selection.reason})
+
+    def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
+        raise NotImplementedError
+
+    def _blocking(self, candidate: Candidate) -> list[str]:
+        if self.oracle or invalid_reason(candidate) is not None:
+            return []  # the oracle grades, it does not select: flags never move it (docs/security.md)
+        return blocking_flags(candidate, self.allow_flags)
+
+    def _split(
+        self, candidates: Sequence[Candidate], allowed: Collection[int] = ()
+    ) -> tuple[list[int], list[float], list[str]]:
+        """Positions a selector may choose, and the invalid score and reason of every other one."""
         valid, scores, reasons = [], [], []
         for i, c in enumerate(candidates):
             why = invalid_reason(c)
+            if why is None and i not in allowed and (kinds := self._blocking(c)):
+                why = FLAGGED + ", ".join(kinds)
             if why is None:
                 valid.append(i)
             scores.append(INVALID_SCORE)
@@ -48,8 +104,8 @@ class TestsThenCritic(_Base):
     __test__ = False
     name = "tests-then-critic"
 
-    def select(self, task: Task, candidates: Sequence[Candidate]) -> Selection:
-        valid, scores, reasons = self._split(candidates)
+    def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
+        valid, scores, reasons = self._split(candidates, allowed)
         tiers = {i: evidence_tier(candidates[i]) for i in valid}
         sizes = Counter(t for t, _ in tiers.values())
         # Tests decide wherever a tier holds one candidate; the critic runs only where they do not.
@@ -78,8 +134,8 @@ class TestsOnly(_Base):
 
     name = "tests"
 
-    def select(self, task: Task, candidates: Sequence[Candidate]) -> Selection:
-        valid, scores, reasons = self._split(candidates)
+    def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
+        valid, scores, reasons = self._split(candidates, allowed)
         for i in valid:
             scores[i], reasons[i] = float(evidence_tier(candidates[i])[0]), evidence_tier(candidates[i])[1]
         best = max((scores[i] for i in valid), default=None)
@@ -94,8 +150,8 @@ class CriticOnly(_Base):
 
     name = "critic"
 
-    def select(self, task: Task, candidates: Sequence[Candidate]) -> Selection:
-        valid, scores, reasons = self._split(candidates)
+    def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
+        valid, scores, reasons = self._split(candidates, allowed)
         critic = critic_scores(self.critic, task, candidates, valid)
         for i in valid:
             scores[i] = critic.get(i, 0.0)
@@ -108,8 +164,8 @@ class Majority(_Base):
 
     name = "majority"
 
-    def select(self, task: Task, candidates: Sequence[Candidate]) -> Selection:
-        valid, scores, reasons = self._split(candidates)
+    def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
+        valid, scores, reasons = self._split(candidates, allowed)
         hashes = {i: patch_hash(candidates[i].rollout.patch) for i in valid}
         counts = Counter(hashes.values())
         for i in valid:
@@ -135,8 +191,8 @@ class SoftBestOfN(_Base):
 
     name = "soft-bon"
 
-    def select(self, task: Task, candidates: Sequence[Candidate]) -> Selection:
-        valid, scores, reasons = self._split(candidates)
+    def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
+        valid, scores, reasons = self._split(candidates, allowed)
         critic = critic_scores(self.critic, task, candidates, valid)
         gumbel = np.random.default_rng(stable_seed(self.seed, task.task_id, self.name)).gumbel(size=len(candidates))
         logits, drawn = list(scores), list(scores)
@@ -163,8 +219,8 @@ class RandomChoice(_Base):
 
     name = "random"
 
-    def select(self, task: Task, candidates: Sequence[Candidate]) -> Selection:
-        valid, scores, reasons = self._split(candidates)
+    def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
+        valid, scores, reasons = self._split(candidates, allowed)
         draws = np.random.default_rng(stable_seed(self.seed, task.task_id, self.name)).random(len(candidates))
         for i in valid:
             scores[i], reasons[i] = float(draws[i]), "random"
@@ -172,17 +228,25 @@ class RandomChoice(_Base):
 
 
 class Oracle(_Base):
-    """The grading tests choose: an upper bound, reported as the oracle and never as a selector."""
+    """The grading tests choose: an upper bound, reported as the oracle and never as a selector.
+
+    Flags do not move it: it ranks by the grade alone, so that it stays the upper bound coverage@k measures
+    (a forged session already fails its grade; a tampered candidate's grade ran with the tampering undone).
+    Its ranked reasons name the flags, and the report counts flagged oracle winners apart (docs/security.md).
+    """
 
     name = "oracle"
     oracle = True
 
-    def select(self, task: Task, candidates: Sequence[Candidate]) -> Selection:
-        valid, scores, reasons = self._split(candidates)
+    def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
+        valid, scores, reasons = self._split(candidates, allowed)
         for i in valid:
             grade = candidates[i].grade
             scores[i] = 1.0 if grade is not None and grade.status == "pass" else 0.0
-            reasons[i] = f"grade {grade.status if grade else 'missing'}"
+            kinds = sorted({k for v in (grade, candidates[i].evidence) if v is not None for k in v.flag_kinds})
+            reasons[i] = f"grade {grade.status if grade else 'missing'}" + (
+                f"; flags: {', '.join(kinds)}" * bool(kinds)
+            )
         solved = sum(1 for i in valid if scores[i] == 1.0)
         return rank(
             self.name,

@@ -64,7 +64,7 @@ def test_patch_files_apply_and_index(tmp_path):
     subprocess.run(["git", "apply", "--check", str(tmp_path / "patches" / "mig-1.patch")], cwd=path, check=True)
     index = [json.loads(line) for line in (tmp_path / "patches" / "winners.jsonl").read_text().splitlines()]
     assert index[0] == {"task_id": "mig-1", "rollout_id": "mig-1/1", "selector": "tests", "patch": "mig-1.patch",
-                        "base_commit": base, "grade": "pass", "evidence": "pass"}  # fmt: skip
+                        "base_commit": base, "grade": "pass", "evidence": "pass", "flags": [], "undone": []}  # fmt: skip
 
 
 def test_branch_names_are_valid_refs(tmp_path):

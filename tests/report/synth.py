@@ -13,7 +13,7 @@ from unittest import mock
 import git
 
 from agentbon.store import RunStore
-from agentbon.types import Ranked, RepoSource, Rollout, Selection, Task, TestSet, Timings, Usage, Verdict
+from agentbon.types import Flag, Ranked, RepoSource, Rollout, Selection, Task, TestSet, Timings, Usage, Verdict
 
 
 def make_repo(path: Path, task_ids: list[str]) -> tuple[str, Path]:
@@ -110,3 +110,30 @@ def _select(store: RunStore, run_id: str, task_id: str, name: str, values: list[
     winner = max(ranked, key=lambda r: r.score).rollout_id if ranked else None
     store.save_selection(Selection(run_id=run_id, task_id=task_id, selector=name, winner=winner, ranked=ranked,
                                    oracle=oracle, reason="synthetic"))  # fmt: skip
+
+
+def flag(
+    store: RunStore,
+    rollout_id: str,
+    kinds: tuple[str, ...] = (),
+    roles: tuple[str, ...] = ("evidence", "grade"),
+    tampered: tuple[str, ...] = (),
+) -> None:
+    """Record a rollout's verdicts again with flags of ``kinds`` (and ``tampered`` paths): the latest verdict wins."""
+    with mock.patch("agentbon.store.os.fsync"):
+        for role in roles:
+            verdict = store.verdicts(role)[rollout_id]
+            flags = [Flag(kind=k, detail=f"{k} in {rollout_id}", paths=list(tampered) if k == "tampered" else [])
+                     for k in kinds]  # fmt: skip
+            store.save_verdict(verdict.model_copy(update={"flags": flags, "tampered": list(tampered)}))
+
+
+def set_config(store: RunStore, **sections: dict) -> None:
+    """Merge ``sections`` into the run's stored config (``select={"allow_flags": [...]}``)."""
+    import yaml
+
+    path = store.path / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    for name, values in sections.items():
+        config[name] = {**(config.get(name) or {}), **values}
+    path.write_text(yaml.safe_dump(config))
