@@ -48,6 +48,11 @@ class PatchError(AgentbonError):
     """The sandbox's changes cannot be taken as a patch (the agent broke the repository, or the patch is huge)."""
 
 
+class SandboxDiskLimit(AgentbonError):
+    """A sandbox wrote more than ``sandbox.disk_limit`` and was stopped: what ran in it did that, so it is a model
+    outcome, not infrastructure (docs/failure-taxonomy.md)."""
+
+
 class ServerFailure(InfraError, ConnectionError):
     """The model server is down or its engine is dead (connection refused, HTTP 500 from a dead engine)."""
 

@@ -24,8 +24,14 @@ class Sandbox(Protocol):
     isolation: str
     """``docker`` or ``process (weaker isolation)``."""
 
-    def exec(self, command: str, timeout: float | None = None, workdir: str | None = None) -> ExecResult:
-        """Run a shell command under ``timeout -k``; output capped."""
+    def exec(
+        self, command: str, timeout: float | None = None, workdir: str | None = None, user: str | None = None
+    ) -> ExecResult:
+        """Run a shell command under ``timeout -k``; output capped.
+
+        ``user``: None runs it as the sandbox's user (unprivileged where the backend and image allow,
+        docs/security.md); ``"root"`` is for the verifier's housekeeping only.
+        """
         ...
 
     def write_file(self, path: str, content: str | bytes) -> None:

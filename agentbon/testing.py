@@ -92,7 +92,8 @@ class FakeSandbox:
     def _path(self, path: str) -> Path:
         return Path(path) if os.path.isabs(path) else Path(self.workdir) / path
 
-    def exec(self, command: str, timeout: float | None = None, workdir: str | None = None) -> ExecResult:
+    def exec(self, command: str, timeout: float | None = None, workdir: str | None = None,
+             user: str | None = None) -> ExecResult:
         self._alive()
         self.execs.append(command)
         t0 = time.monotonic()

@@ -1,6 +1,9 @@
 """Sandbox figures on this machine: base image, task image cold and cached, container start, exec, teardown, leftovers.
 
-    python benchmarks/sandbox_bench.py [--force-base] [--starts 5] [--keep-image]
+    python benchmarks/sandbox_bench.py [--force-base] [--starts 5] [--keep-image] [--hardening 10]
+
+``--hardening N`` also times N sandboxes under each hardening setting alone and all together (non-root user,
+capabilities dropped, no-new-privileges, the disk watchdog), interleaved in one run (docs/security.md).
 
 ``--force-base`` builds the base recipe into a scratch tag (removed afterwards), so the real base image and
 every task image layered on it stay valid. The task image is built cold from a fresh repository made here.
@@ -19,6 +22,7 @@ from pathlib import Path
 from agentbon.config import SandboxConfig
 from agentbon.sandbox import DockerBackend, docker_client, ensure_base_image
 from agentbon.sandbox.base import base_tag, build_base_image
+from agentbon.sandbox.watchdog import layer_size
 from agentbon.types import RepoSource, Task, TestSet
 
 
@@ -41,6 +45,64 @@ def _repo(path: Path) -> str:
     return subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
 
 
+HARDENING = {
+    "none (root, default caps)": {
+        "user": "root",
+        "drop_capabilities": False,
+        "no_new_privileges": False,
+        "disk_limit": None,
+    },
+    "non-root user only": {"user": "auto", "drop_capabilities": False, "no_new_privileges": False, "disk_limit": None},
+    "cap-drop only": {"user": "root", "drop_capabilities": True, "no_new_privileges": False, "disk_limit": None},
+    "no-new-privileges only": {
+        "user": "root",
+        "drop_capabilities": False,
+        "no_new_privileges": True,
+        "disk_limit": None,
+    },
+    "disk watchdog only": {"user": "root", "drop_capabilities": False, "no_new_privileges": False, "disk_limit": "10g"},
+    "all (the defaults)": {},
+    "all, uid set up at start": {"user": "2000:2000"},
+}
+"""Each setting alone against none, and the defaults (all of them); ``disk_limit`` means the watchdog here unless
+the engine has size quotas."""
+
+
+def hardening_figures(client, task, rounds: int, run_id: str) -> None:
+    """Start, first exec, warm exec and teardown per hardening setting, the settings interleaved round by round."""
+    backends = {name: DockerBackend(SandboxConfig(**changes), client) for name, changes in HARDENING.items()}
+    for backend in backends.values():  # each backend's first sandbox probes the user and the engine's quota
+        backend.open(task, {"run_id": run_id, "rollout_id": "bench-task/warm"}).close()
+    times: dict[str, dict[str, list[float]]] = {
+        name: {"open": [], "first": [], "warm": [], "close": []} for name in backends
+    }
+    for i in range(rounds):
+        for name, backend in backends.items():
+            box, start = _timed(backend.open, task, {"run_id": run_id, "rollout_id": f"bench-task/h{i}"})
+            first, first_s = _timed(box.exec, "true")
+            assert first.ok, first.output
+            warm = [_timed(box.exec, "true")[1] for _ in range(5)]
+            _, close_s = _timed(box.close)
+            row = times[name]
+            row["open"].append(start)
+            row["first"].append(first_s)
+            row["warm"].append(statistics.median(warm))
+            row["close"].append(close_s)
+    box = backends["all (the defaults)"].open(task, {"run_id": run_id, "rollout_id": "bench-task/size"})
+    sizes = [_timed(layer_size, client.api, box._cid)[1] for _ in range(10)]
+    box.close()
+    print(f"disk watchdog, one measurement of the writable layer: {statistics.median(sizes):.4f} s (median of 10)")
+    print(f"-- hardening, {rounds} sandboxes each (median s; containers/s = 1 / (open + first exec + close)):")
+    print(f"{'setting':28s}{'open':>8s}{'1st exec':>10s}{'warm exec':>11s}{'close':>8s}{'cont/s':>8s}")
+    for name, row in times.items():
+        cycle = [a + b + c for a, b, c in zip(row["open"], row["first"], row["close"], strict=True)]
+        med = {k: statistics.median(v) for k, v in row.items()}
+        print(
+            f"{name:28s}{med['open']:8.3f}{med['first']:10.3f}{med['warm']:11.4f}{med['close']:8.3f}"
+            f"{1 / statistics.median(cycle):8.2f}"
+        )
+
+
 def _timed(fn, *args):
     started = time.monotonic()
     value = fn(*args)
@@ -52,6 +114,7 @@ def main() -> None:
     parser.add_argument("--force-base", action="store_true", help="time a full base image build (scratch tag)")
     parser.add_argument("--starts", type=int, default=5, help="containers to start for the start/exec/teardown figures")
     parser.add_argument("--keep-image", action="store_true", help="keep the cold-built task image")
+    parser.add_argument("--hardening", type=int, default=0, help="sandboxes per hardening setting (0: skip)")
     args = parser.parse_args()
 
     client = docker_client()
@@ -112,6 +175,9 @@ def main() -> None:
         row("diff (one file changed):", diffs)
         row("pytest, 20 tiny test files:", tests)
         row("teardown (close):", closes)
+
+        if args.hardening:
+            hardening_figures(client, task, args.hardening, run_id)
 
         left = client.containers.list(all=True, filters={"label": [f"agentbon.run_id={run_id}"]})
         every = client.containers.list(all=True, filters={"label": ["agentbon=1"]})

@@ -24,6 +24,7 @@ from agentbon.errors import (
     ModelTimeout,
     PatchError,
     RolloutDeadline,
+    SandboxDiskLimit,
     SandboxGone,
     SandboxSetupTimeout,
     ServerFailure,
@@ -88,6 +89,7 @@ TAXONOMY: tuple[Row, ...] = (
     Row("conversation longer than the model's context", (ContextLengthExceeded,), False, "token_limit"),
     Row("model answered unusably (bad reply, rejected request)", (ModelError,), False, "agent_error"),
     Row("agent broke the repository or made a patch too large", (PatchError,), False, "agent_error"),
+    Row("sandbox wrote past its disk limit (stopped by the watchdog)", (SandboxDiskLimit,), False, "agent_error"),
     Row("anything else escaping the agent", (BaseException,), False, "agent_error"),
 )
 """First match wins. The rows of the agent's own exits (submitted, step/token/time limit, format error) are

@@ -59,10 +59,11 @@ class Executor:
         self.api, self.cid, self.config = api, container_id, config
         self.oom_kills = 0
 
-    def run(self, command: str, timeout: float, cwd: str) -> ExecResult:
-        """Run ``command``; a failed or timed-out command is data, a vanished container raises ``SandboxGone``."""
+    def run(self, command: str, timeout: float, cwd: str, user: str = "") -> ExecResult:
+        """Run ``command`` (as ``user``, ``uid:gid``; the container's own user when empty); a failed or timed-out
+        command is data, a vanished container raises ``SandboxGone``."""
         cap = OutputCap(self.config.output_limit)
-        exit_code, duration, timed_out = self._run(command, timeout, cwd, cap)
+        exit_code, duration, timed_out = self._run(command, timeout, cwd, cap, user)
         output = cap.text()
         if timed_out:
             output += f"\n[agentbon: command timed out after {timeout:g}s and was killed]"
@@ -76,17 +77,19 @@ class Executor:
             duration_s=round(duration, 3),
         )
 
-    def capture(self, command: str, timeout: float, cwd: str, limit: int) -> Captured:
+    def capture(self, command: str, timeout: float, cwd: str, limit: int, user: str = "") -> Captured:
         """Run ``command`` and keep its raw output bytes (the first ``limit``), for payloads such as a patch."""
         sink = ByteSink(limit)
-        exit_code, _, timed_out = self._run(command, timeout, cwd, sink)
+        exit_code, _, timed_out = self._run(command, timeout, cwd, sink, user)
         return Captured(exit_code, bytes(sink.data), timed_out, sink.truncated)
 
-    def _run(self, command: str, timeout: float, cwd: str, sink: OutputCap | ByteSink) -> tuple[int, float, bool]:
+    def _run(
+        self, command: str, timeout: float, cwd: str, sink: OutputCap | ByteSink, user: str = ""
+    ) -> tuple[int, float, bool]:
         """Run ``command`` feeding its output to ``sink``; return its exit code, seconds, and whether it timed out."""
         started = time.monotonic()
         try:
-            exec_id = self.api.exec_create(self.cid, timeout_argv(command, timeout), workdir=cwd)["Id"]
+            exec_id = self.api.exec_create(self.cid, timeout_argv(command, timeout), workdir=cwd, user=user)["Id"]
             stream = self.api.exec_start(exec_id, stream=True, demux=False)
         except docker.errors.APIError as e:
             raise gone_or_raise(e, f"exec in container {self.cid[:12]}") from e
@@ -187,7 +190,7 @@ class Executor:
         """True when the container's memory cgroup counted an OOM kill since we last looked."""
         self._check_alive()
         try:
-            exec_id = self.api.exec_create(self.cid, ["sh", "-c", f"cat {OOM_FILES} 2>/dev/null"])["Id"]
+            exec_id = self.api.exec_create(self.cid, ["sh", "-c", f"cat {OOM_FILES} 2>/dev/null"], user="0:0")["Id"]
             text = self.api.exec_start(exec_id).decode(errors="replace")
         except docker.errors.APIError:
             return False

@@ -60,14 +60,18 @@ def _put(api: docker.APIClient, cid: str, data: bytes | Any) -> None:
         raise OSError(f"cannot write into container {cid[:12]}: {e}") from e
 
 
-def write_file(api: docker.APIClient, cid: str, path: str, content: str | bytes) -> None:
-    """Write ``content`` at the absolute ``path``; an existing file keeps its mode, new ones are 0644."""
+def write_file(
+    api: docker.APIClient, cid: str, path: str, content: str | bytes, owner: tuple[int, int] = (0, 0)
+) -> None:
+    """Write ``content`` at the absolute ``path``, owned by ``owner`` (uid, gid); an existing file keeps its mode,
+    new ones are 0644."""
     data = content.encode() if isinstance(content, str) else bytes(content)
     info = stat(api, cid, path, check_gone=False)  # a gone container fails the put, which then says so
     if info and info["mode"] & MODE_DIR:
         raise IsADirectoryError(f"{path} is a directory")
     member = tarfile.TarInfo(path.lstrip("/"))
     member.size, member.mtime = len(data), int(time.time())
+    member.uid, member.gid = owner
     member.mode = info["mode"] & 0o7777 if info and not info["mode"] & MODE_SYMLINK else 0o644
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
@@ -115,13 +119,19 @@ def read_file(api: docker.APIClient, cid: str, path: str, _depth: int = 0) -> by
         return handle.read()
 
 
-def copy_in(api: docker.APIClient, cid: str, host_path: str, dest: str) -> None:
-    """Copy a host file or directory to the absolute ``dest`` in the container (parents created)."""
+def copy_in(api: docker.APIClient, cid: str, host_path: str, dest: str, owner: tuple[int, int] = (0, 0)) -> None:
+    """Copy a host file or directory to the absolute ``dest`` in the container (parents created), owned by ``owner``
+    (not by whoever owns it on the host)."""
     if not Path(host_path).exists():
         raise FileNotFoundError(f"{host_path}: no such file on the host")
+
+    def own(member: tarfile.TarInfo) -> tarfile.TarInfo:
+        member.uid, member.gid, member.uname, member.gname = *owner, "", ""
+        return member
+
     with tempfile.TemporaryFile() as spool:
         with tarfile.open(fileobj=spool, mode="w") as archive:
-            archive.add(host_path, arcname=dest.lstrip("/"))
+            archive.add(host_path, arcname=dest.lstrip("/"), filter=own)
         spool.seek(0)
         _put(api, cid, spool)
 

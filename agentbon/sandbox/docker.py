@@ -12,13 +12,15 @@ import docker
 import requests
 
 from agentbon.config import SandboxConfig
-from agentbon.errors import SandboxGone, SandboxSetupTimeout
+from agentbon.errors import ImageBuildError, SandboxDiskLimit, SandboxGone, SandboxSetupTimeout
 from agentbon.sandbox import dfiles
-from agentbon.sandbox.common import GIT_IDENTITY, container_labels, slug
+from agentbon.sandbox.common import GIT_IDENTITY, container_labels, parse_bytes, slug
 from agentbon.sandbox.dexec import Executor
 from agentbon.sandbox.engine import docker_client, engine_errors, reap_containers
-from agentbon.sandbox.images import TaskImage, task_image
+from agentbon.sandbox.harden import PROBE, ROOT, RunAs, as_root_in_repo, host_options, requested, setup_script
+from agentbon.sandbox.images import USER_LABEL, TaskImage, task_image
 from agentbon.sandbox.patch import stream_patch
+from agentbon.sandbox.watchdog import DiskWatchdog, quota_refused
 from agentbon.types import ExecResult, Task
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,7 @@ class DockerSandbox:
         image: TaskImage,
         config: SandboxConfig,
         setup_s: float = 0.0,
+        run_as: RunAs | None = None,
     ):
         self._client, self._api, self._cid = client, client.api, container_id
         self.id: str = container_id[:12]
@@ -51,24 +54,61 @@ class DockerSandbox:
         """Seconds it took to start the container."""
         self.started_at = time.time()
         self.closed = False
+        self.run_as = run_as or RunAs(0, 0)
+        """Who the commands run as (``user=None``); ``run_as.reason`` says why root where root."""
+        self.quota = False
+        """True when the engine enforces ``disk_limit`` itself; else ``watchdog`` measures the layer."""
+        self.watchdog: DiskWatchdog | None = None
+        self.stopped_for_disk = ""
+        """Why the disk watchdog stopped this sandbox (empty while it has not)."""
         self._executor = Executor(self._api, container_id, config)
+
+    @property
+    def user(self) -> str:
+        """``uid:gid`` of the commands (``0:0`` where they run as root)."""
+        return self.run_as.spec
+
+    def _owner(self, path: str) -> tuple[int, int]:
+        """Files under the repository belong to the sandbox's user; everything else written from outside to root."""
+        inside = path == self.workdir or path.startswith(self.workdir.rstrip("/") + "/")
+        return (self.run_as.uid, self.run_as.gid) if inside else (0, 0)
 
     # ---------------------------------------------------------------- commands
 
-    def exec(self, command: str, timeout: float | None = None, workdir: str | None = None) -> ExecResult:
-        """Run ``command`` with bash under in-container ``timeout -k``; a failed command is an ``ExecResult``."""
+    def exec(
+        self, command: str, timeout: float | None = None, workdir: str | None = None, user: str | None = None
+    ) -> ExecResult:
+        """Run ``command`` with bash under in-container ``timeout -k``; a failed command is an ``ExecResult``.
+
+        ``user``: None runs it as the sandbox's user (unprivileged where the image allows); ``"root"`` is for the
+        verifier's housekeeping, and what it writes in the repository is handed back to the user afterwards.
+        """
+        if user not in (None, "root"):
+            raise ValueError(f"exec(user={user!r}): expected None (the sandbox's user) or 'root'")
         self._check_open()
         limit = self.config.exec_timeout_s if timeout is None else timeout
         cwd = dfiles.absolute(self.workdir, workdir) if workdir else self.workdir
-        with engine_errors("exec"):
-            return self._executor.run(command, limit, cwd)
+        if user == "root" and not self.run_as.root:
+            command = as_root_in_repo(command, self.run_as, self.workdir)
+        try:
+            with engine_errors("exec"):
+                result = self._executor.run(command, limit, cwd, ROOT if user == "root" else self.user)
+        except SandboxGone:
+            if not self.stopped_for_disk:
+                raise
+            result = ExecResult(exit_code=137, output="")
+        if self.stopped_for_disk:  # stopped while it ran: this command's failure is an observation, the next raises
+            result = result.model_copy(
+                update={"exit_code": 137, "output": f"{result.output}\n[agentbon: {self.stopped_for_disk}]"}
+            )
+        return result
 
     def diff(self) -> str:
         """The working tree against the base commit as a binary-safe git diff, new files included (one exec)."""
         self._check_open()
 
         def capture(script: str, timeout: float, limit: int) -> tuple[int, bytes]:
-            got = self._executor.capture(script, timeout, self.workdir, limit)
+            got = self._executor.capture(script, timeout, self.workdir, limit, self.user)
             return got.exit_code, got.data
 
         with engine_errors("diff"):
@@ -80,7 +120,8 @@ class DockerSandbox:
         """Write a file (relative to ``workdir``); parents are created, an existing file keeps its mode."""
         self._check_open()
         with engine_errors("write_file"):
-            dfiles.write_file(self._api, self._cid, dfiles.absolute(self.workdir, path), content)
+            target = dfiles.absolute(self.workdir, path)
+            dfiles.write_file(self._api, self._cid, target, content, self._owner(target))
 
     def read_file(self, path: str) -> bytes:
         """A file's bytes (relative to ``workdir``); ``FileNotFoundError`` when it is not there."""
@@ -92,7 +133,8 @@ class DockerSandbox:
         """Copy a host file or directory to ``dest`` in the sandbox (relative to ``workdir``)."""
         self._check_open()
         with engine_errors("copy_in"):
-            dfiles.copy_in(self._api, self._cid, host_path, dfiles.absolute(self.workdir, dest))
+            target = dfiles.absolute(self.workdir, dest)
+            dfiles.copy_in(self._api, self._cid, host_path, target, self._owner(target))
 
     def copy_out(self, src: str, host_dest: str) -> None:
         """Copy a sandbox file or directory (relative to ``workdir``) to ``host_dest`` on the host."""
@@ -103,8 +145,22 @@ class DockerSandbox:
     # --------------------------------------------------------------- lifecycle
 
     def _check_open(self) -> None:
+        if self.stopped_for_disk:
+            raise SandboxDiskLimit(f"sandbox {self.name}: {self.stopped_for_disk}")
         if self.closed:
             raise SandboxGone(f"sandbox {self.name} was closed")
+
+    def watch_disk(self, limit: int, interval_s: float) -> None:
+        """Start the disk watchdog: past ``limit`` bytes in the writable layer, the container is removed."""
+        self.watchdog = DiskWatchdog(self._api, self._cid, limit, interval_s, self._stop_for_disk).start()
+
+    def _stop_for_disk(self, size: int) -> None:
+        self.stopped_for_disk = (
+            f"sandbox stopped: its writable layer reached {size / (1 << 20):.0f} MiB, over sandbox.disk_limit "
+            f"{self.config.disk_limit}"
+        )
+        log.warning("%s: %s", self.name, self.stopped_for_disk)
+        self._api.remove_container(self._cid, force=True, v=True)  # frees the layer now, not at close()
 
     def alive(self) -> bool:
         """True while the container exists and runs."""
@@ -119,6 +175,8 @@ class DockerSandbox:
         if self.closed:
             return
         self.closed = True
+        if self.watchdog is not None:
+            self.watchdog.stop()
         try:
             with engine_errors("close"):
                 self._api.remove_container(self._cid, force=True, v=True)  # no stop first: kill and remove
@@ -147,6 +205,12 @@ class DockerBackend:
         self.config = config or SandboxConfig()
         self._client = client
         self._images: dict[str, TaskImage] = {}
+        self._users: dict[str, RunAs] = {}
+        """Per image: the user its sandboxes run as, once a probe (or a fallback to root) decided it."""
+        self._baked: dict[str, str] = {}
+        """Per image: the ``uid:gid`` it was built for (``agentbon.user`` label; empty for other images)."""
+        self.quota: bool | None = None
+        """Whether the engine enforces ``storage_opt`` size quotas: None until the first container tells."""
 
     @property
     def client(self) -> docker.DockerClient:
@@ -183,19 +247,82 @@ class DockerBackend:
         who = tags.get("agentbon.rollout_id") or tags.get("agentbon.task_id", "")
         name = f"agentbon-{slug(tags.get('agentbon.run_id', 'adhoc'), 24)}-{slug(who, 48)}-{secrets.token_hex(3)}"
         started = time.monotonic()
+        limit = parse_bytes(self.config.disk_limit) if self.config.disk_limit else None
         for attempt in (1, 2):
             try:
                 with engine_errors("container start"):
-                    container_id = self._start(image, name, tags)
+                    container_id, quota = self._start_quota(image, name, tags, limit)
                 break
             except docker.errors.ImageNotFound:
                 if attempt == 2:
                     raise
                 self._images.pop(self._memo_key(task), None)  # removed since prepare(): build it again
                 image = self.image_for(task)
-        return DockerSandbox(self.client, container_id, name, image, self.config, setup_s=time.monotonic() - started)
+        sandbox = DockerSandbox(self.client, container_id, name, image, self.config)
+        try:
+            with engine_errors("sandbox user"):
+                sandbox.run_as = self._user_for(sandbox, image)
+        except BaseException:
+            sandbox.close()
+            raise
+        sandbox.quota = quota
+        if limit is not None and not quota:
+            sandbox.watch_disk(limit, self.config.disk_check_s)
+        sandbox.setup_s = time.monotonic() - started
+        return sandbox
 
-    def _start(self, image: TaskImage, name: str, tags: dict[str, str]) -> str:
+    # ------------------------------------------------------------------ the sandbox's user
+
+    def _image_user(self, ref: str) -> str:
+        if ref not in self._baked:
+            labels = self.client.api.inspect_image(ref).get("Config", {}).get("Labels") or {}
+            self._baked[ref] = labels.get(USER_LABEL, "")
+        return self._baked[ref]
+
+    def _user_for(self, sandbox: DockerSandbox, image: TaskImage) -> RunAs:
+        """The user this sandbox's commands run as: set it up where the image was not built for it, probe it once
+        per image, fall back to root (``auto``) or refuse (an explicit uid) where it cannot work."""
+        want = requested(self.config.user)
+        known = self._users.get(image.ref)
+        if want.root or (known is not None and known.root):
+            return known or want
+        if self._image_user(image.ref) != want.spec:
+            made = sandbox._executor.run(setup_script(want, image.workdir), self.config.setup_timeout_s, "/", ROOT)
+            if not made.ok:
+                return self._fallback(want, image, f"setting the user up failed: {made.output.strip()[-300:]}")
+        if known is None:
+            probe = sandbox._executor.run(PROBE, self.config.setup_timeout_s, image.workdir, want.spec)
+            if not probe.ok:
+                return self._fallback(want, image, probe.output.strip()[-300:] or f"probe exit {probe.exit_code}")
+            self._users[image.ref] = want
+        return want
+
+    def _fallback(self, want: RunAs, image: TaskImage, why: str) -> RunAs:
+        if self.config.user != "auto":
+            raise ImageBuildError(f"sandbox.user={self.config.user}: cannot run as {want.spec} in {image.ref}: {why}")
+        reason = f"user {want.spec} cannot work in {image.ref} ({why}): commands run as root"
+        log.warning("sandbox.user=auto: %s", reason)
+        self._users[image.ref] = RunAs(0, 0, reason)
+        return self._users[image.ref]
+
+    # ------------------------------------------------------------------ containers
+
+    def _start_quota(self, image: TaskImage, name: str, tags: dict[str, str], limit: int | None) -> tuple[str, bool]:
+        """Start the container, with a size quota where the engine enforces one; return its id and whether it has."""
+        if limit is None or self.quota is False:
+            return self._start(image, name, tags, None), False
+        try:
+            cid = self._start(image, name, tags, limit)
+        except docker.errors.APIError as e:
+            if not quota_refused(e):
+                raise
+            log.info("the engine has no per-container disk quota (%s): a watchdog enforces sandbox.disk_limit", e)
+            self.quota = False
+            return self._start(image, name, tags, None), False
+        self.quota = True
+        return cid, True
+
+    def _start(self, image: TaskImage, name: str, tags: dict[str, str], quota: int | None = None) -> str:
         """Create and start the container (two engine calls, no inspect); return its id."""
         api = self.client.api
         host_config = api.create_host_config(
@@ -205,6 +332,8 @@ class DockerBackend:
             memswap_limit=self.config.memory,
             pids_limit=self.config.pids,
             init=True,
+            storage_opt={"size": str(quota)} if quota else None,
+            **host_options(self.config),
         )
         try:
             cid = api.create_container(

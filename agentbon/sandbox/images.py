@@ -24,6 +24,7 @@ import docker
 from agentbon.errors import ImageBuildError
 from agentbon.sandbox.base import HOST_CA_BUNDLE, _has_image, ensure_base_image, registry_reachable
 from agentbon.sandbox.common import file_lock, slug
+from agentbon.sandbox.harden import DEFAULT_UID, RunAs, owner_fixup, user_entries
 from agentbon.sandbox.repo import prepare_repo, resolve_commit
 from agentbon.types import Task
 
@@ -31,6 +32,9 @@ log = logging.getLogger(__name__)
 
 TASK_REPO = "agentbon/task"
 BUILD_DIR = "/tmp/agentbon-build"
+USER_LABEL = "agentbon.user"
+"""Label of a task image agentbon built: the ``uid:gid`` that owns its repository and has a passwd entry."""
+IMAGE_USER = RunAs(DEFAULT_UID, DEFAULT_UID)
 PIP_PASSTHROUGH = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
 """Host pip settings forwarded to the build when they point at a network index (not a host path)."""
 
@@ -74,7 +78,9 @@ def _dockerfile(task: Task, base: str, sha: str, build_step: bool, build_args: l
         f"FROM {base}",
         "RUN git config --system user.name agentbon && git config --system user.email agentbon@localhost"
         " && git config --system --add safe.directory '*' && git config --system advice.detachedHead false",
-        f"COPY repo {workdir}",
+        # The sandbox's unprivileged user owns the repository (docs/security.md, "Sandbox hardening").
+        "RUN " + " && ".join(user_entries(IMAGE_USER)),
+        f"COPY --chown={IMAGE_USER.spec} repo {workdir}",
         f"WORKDIR {workdir}",
         f'RUN test "$(git rev-parse HEAD)" = {sha} && (git update-index -q --refresh >/dev/null || true)',
     ]
@@ -84,6 +90,7 @@ def _dockerfile(task: Task, base: str, sha: str, build_step: bool, build_args: l
         # public certificates only, stays in that one intermediate layer's history, not in any filesystem.)
         lines += [f"ARG {name}" for name in build_args]
         lines += [f"COPY agentbon-build {BUILD_DIR}", f"RUN bash {BUILD_DIR}/build.sh"]
+        lines.append(f"RUN {owner_fixup(IMAGE_USER, workdir)}")  # what the build made there, as root
     return "\n".join(lines) + "\n"
 
 
@@ -137,6 +144,7 @@ def _build(client: docker.DockerClient, task: Task, context: Path, tag: str, sha
         "agentbon.task_id": task.task_id,
         "agentbon.base_commit": sha,
         "agentbon.workdir": task.environment.workdir,
+        USER_LABEL: IMAGE_USER.spec,
     }
     try:
         stream = client.api.build(

@@ -79,8 +79,13 @@ class ProcessSandbox:
             raise PermissionError(f"{path}: outside the sandbox ({self.root})")
         return full
 
-    def exec(self, command: str, timeout: float | None = None, workdir: str | None = None) -> ExecResult:
-        """Run ``command`` with bash under ``timeout -k`` and the sandbox's limits."""
+    def exec(
+        self, command: str, timeout: float | None = None, workdir: str | None = None, user: str | None = None
+    ) -> ExecResult:
+        """Run ``command`` with bash under ``timeout -k`` and the sandbox's limits.
+
+        ``user`` is accepted and has no effect: every command runs as the invoking user (weaker isolation).
+        """
         self._check()
         limit = self.config.exec_timeout_s if timeout is None else timeout
         prefix = limits_prefix(parse_bytes(self.config.memory), limit + 5, self.config.pids)

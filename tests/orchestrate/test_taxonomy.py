@@ -20,6 +20,7 @@ from agentbon.errors import (
     ModelTimeout,
     PatchError,
     RolloutDeadline,
+    SandboxDiskLimit,
     SandboxGone,
     SandboxSetupTimeout,
     ServerFailure,
@@ -49,6 +50,7 @@ ROWS: list[tuple[BaseException, bool, str]] = [
     (ContextLengthExceeded("too long"), False, "token_limit"),
     (ModelError("empty choice"), False, "agent_error"),
     (PatchError("repository broken"), False, "agent_error"),
+    (SandboxDiskLimit("wrote 10g"), False, "agent_error"),
     (ValueError("agent bug"), False, "agent_error"),
     (OSError(errno.ENOENT, "No such file"), False, "agent_error"),
 ]
