@@ -1,6 +1,11 @@
 """Verification throughput (candidates per second) with and without de-duplication, on real containers.
 
     python benchmarks/verify_bench.py [--suite tasks/demo] [--concurrency 2] [--tasks N] [--backend docker]
+    python benchmarks/verify_bench.py --second-check compare [--tasks N]
+
+``--second-check compare`` instead grades the same candidates (with de-duplication) twice: without and with the
+independent second check of the FAIL_TO_PASS tests (docs/security.md, "Second check"; it runs for the candidates
+whose first run passed: the three gold ones per task, one verification after de-duplication).
 
 Per task, 8 candidates the way a best-of-8 batch produces them: the gold patch three times (two of
 them differing only in ``index`` lines and trailing whitespace, i.e. equal after normalisation), two
@@ -65,10 +70,20 @@ def candidates(task: Task, work: Path) -> list[tuple[Rollout, bool]]:
     ]
 
 
-def run(tasks: list[Task], work: Path, backend, concurrency: int, dedupe: bool) -> tuple[float, int, int, int]:
+class WithoutSecondCheck(TestVerifier):
+    """The verifier with its second check left out (for the benchmark's comparison only)."""
+
+    def _second_check(self, task, tests, patch, first):
+        return first
+
+
+def run(
+    tasks: list[Task], work: Path, backend, concurrency: int, dedupe: bool, second_check: bool = True
+) -> tuple[float, int, int, int]:
     """Grade every candidate; return wall seconds, candidates, sandboxes opened (verifications), wrong verdicts."""
     cache = VerdictCache() if dedupe else None
-    verifier = TestVerifier(backend, VerifyConfig(timeout_s=300, dedupe=dedupe), cache=cache, labels={"stage": "bench"})
+    kind = TestVerifier if second_check else WithoutSecondCheck
+    verifier = kind(backend, VerifyConfig(timeout_s=300, dedupe=dedupe), cache=cache, labels={"stage": "bench"})
     jobs = [(task, rollout, ok) for task in tasks for rollout, ok in candidates(task, work)]
     # Rollouts of one task finish at different times: interleave tasks so identical patches are rarely in flight together.
     jobs.sort(key=lambda job: job[1].index)
@@ -90,6 +105,9 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=None, help="Only the first N tasks.")
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--backend", default="docker", choices=["docker", "process"])
+    parser.add_argument(
+        "--second-check", default="on", choices=["on", "compare"], help="compare: with de-duplication, without/with it"
+    )
     args = parser.parse_args()
     tasks, errors = load_suite(args.suite)
     if errors:
@@ -100,6 +118,18 @@ def main() -> None:
     for task in tasks:
         backend.prepare(task)
     print(f"{len(tasks)} tasks, images ready in {time.monotonic() - started:.1f}s; concurrency {args.concurrency}")
+    if args.second_check == "compare":
+        with tempfile.TemporaryDirectory() as tmp:
+            for second_check in (False, True):
+                wall, n, ran, wrong = run(
+                    tasks, Path(tmp) / str(second_check), backend, args.concurrency, True, second_check
+                )
+                label = "with the second check   " if second_check else "without the second check"
+                print(
+                    f"{label}: {n} candidates, {ran} verifications in {wall:.1f}s -> {n / wall:.2f} candidates/s "
+                    f"({wall / ran:.2f}s per verification); verdicts off expectation: {wrong}"
+                )
+        return
     with tempfile.TemporaryDirectory() as tmp:
         for dedupe in (False, True):
             wall, n, ran, wrong = run(tasks, Path(tmp) / str(dedupe), backend, args.concurrency, dedupe)

@@ -5,14 +5,17 @@ use it to start the test process in its own session, capture its output with a b
 tail, enforce the time limit, kill everything the process left behind (a fork bomb, a daemon that
 called ``setsid``) and write a ``result.json`` the verifier reads back. The verifier never trusts
 the test process's stdout for results: results come from the JUnit XML, cross-checked with the
-exit code recorded here.
+exit code recorded here. It also lists what the test run changed outside the repository in the
+interpreter's own directories (``OutsideWatch``), which the verifier flags ``outside_write``.
 """
 
+import collections
 import ctypes
 import hashlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -20,6 +23,12 @@ import time
 from xml.sax.saxutils import escape, quoteattr
 
 PR_SET_CHILD_SUBREAPER = 36
+OUTSIDE_MAX_ENTRIES = 20000
+"""Entries (files and directories) the outside-write fingerprint looks at, at most, in each of its two walks."""
+OUTSIDE_DEPTH = 2
+"""Levels below each watched directory: its own entries, and those of its packages (``_pytest/junitxml.py``)."""
+OUTSIDE_REPORTED = 50
+OUTSIDE_SKIPPED = ("/proc", "/sys", "/dev", "/tmp", "/var/tmp", "/run")
 # Variables that would let the candidate's repository change how the runner behaves.
 DROPPED_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONBREAKPOINT")
 
@@ -134,9 +143,104 @@ class OutputTail:
         return (self.head + middle + self.tail).decode("utf-8", "replace")
 
 
+def interpreter_dirs():
+    """Where the interpreter finds code and configuration outside any repository: ``sys.path``, the site and user
+    site directories (present or not), the scripts directory and ``/etc``."""
+    import site
+    import sysconfig
+
+    roots = list(sys.path)
+    for name in ("getsitepackages", "getusersitepackages"):
+        try:
+            found = getattr(site, name)()
+        except (AttributeError, OSError):  # virtualenv's old site.py lacks them
+            continue
+        roots.extend([found] if isinstance(found, str) else found)
+    paths = sysconfig.get_paths()
+    roots.extend(paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib", "scripts"))
+    roots.append("/etc")
+    return list(dict.fromkeys(os.path.abspath(r) for r in roots if r))
+
+
+def fingerprint(roots, skip, limit=OUTSIDE_MAX_ENTRIES, depth=OUTSIDE_DEPTH):
+    """``{path: (ctime, mtime, size)}`` of each root (None where absent) and what lies under it down to ``depth``
+    levels, breadth first, ``skip`` subtrees left out, ``limit`` entries at most, in a fixed order, so that two walks
+    over unchanged trees see the same entries. A directory's change time moves when an entry is added, removed or
+    renamed in it; a file's when it is written, even if its modification time is put back."""
+    seen, order = {}, sorted(set(roots))
+    queue = collections.deque((r, 0) for r in order)
+    rooted = set(order)
+    while queue and len(seen) < limit:
+        path, level = queue.popleft()
+        if path in seen or any(path == s or path.startswith(s.rstrip("/") + "/") for s in skip):
+            continue
+        try:
+            st = os.lstat(path)
+        except OSError:
+            seen[path] = None
+            continue
+        seen[path] = (st.st_ctime_ns, st.st_mtime_ns, st.st_size)
+        if not stat.S_ISDIR(st.st_mode) or level >= depth:
+            continue
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if len(seen) >= limit:
+                break
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.path not in rooted:  # a root nested in another is walked from its own depth 0
+                        queue.append((entry.path, level + 1))
+                    continue
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            seen[entry.path] = (st.st_ctime_ns, st.st_mtime_ns, st.st_size)
+    return seen
+
+
+def outside_changes(before, after):
+    """The paths that differ between two fingerprints, a directory left out where a path under it is listed."""
+    changed = [p for p in set(before) | set(after) if before.get(p, 0) != after.get(p, 0)]
+    parents = set()
+    for path in changed:
+        head = os.path.dirname(path)
+        while head and head not in parents and head != "/":
+            parents.add(head)
+            head = os.path.dirname(head)
+    return sorted(p for p in changed if p not in parents)
+
+
+class OutsideWatch:
+    """Fingerprints the interpreter's directories outside the repository before the test run and compares after."""
+
+    def __init__(self, repo, skip=()):
+        self.skip = [os.path.abspath(p) for p in (repo,) + tuple(skip) + OUTSIDE_SKIPPED]
+        self.roots = interpreter_dirs()
+        started = time.time()
+        self.before = fingerprint(self.roots, self.skip)
+        self.cost_s = time.time() - started
+
+    def report(self):
+        """The result fields: changed paths (first ``OUTSIDE_REPORTED``), their count, entries watched, cost."""
+        started = time.time()
+        changed = outside_changes(self.before, fingerprint(self.roots, self.skip))
+        return {
+            "outside_changes": changed[:OUTSIDE_REPORTED],
+            "outside_changes_total": len(changed),
+            "outside_entries": len(self.before),
+            "outside_scan_ms": round((self.cost_s + time.time() - started) * 1000, 1),
+        }
+
+
 def supervise(argv, env, timeout_s, output_limit=20000, cwd=None):
-    """Run ``argv`` in a new session; return exit code, timeout flag, duration and the output (bounded)."""
+    """Run ``argv`` in a new session; return exit code, timeout flag, duration, the output (bounded) and the
+    changes it made outside the repository to the interpreter's directories (``OutsideWatch``)."""
     become_subreaper()
+    watch = OutsideWatch(cwd or os.getcwd(), skip=[os.path.dirname(os.path.abspath(__file__))])
     started = time.time()
     proc = subprocess.Popen(
         argv,
@@ -171,7 +275,7 @@ def supervise(argv, env, timeout_s, output_limit=20000, cwd=None):
         exit_code = proc.wait()
     killed = kill_tree(os.getpid())
     reader.join(5.0)
-    return {
+    result = {
         "exit_code": exit_code,
         "timed_out": timed_out,
         "duration_s": round(time.time() - started, 3),
@@ -179,6 +283,8 @@ def supervise(argv, env, timeout_s, output_limit=20000, cwd=None):
         "output_bytes": tail.total,
         "stragglers_killed": killed,
     }
+    result.update(watch.report())
+    return result
 
 
 def digest_files(paths):

@@ -6,8 +6,10 @@ Importing those modules first, from the interpreter's own paths, closes that doo
 then put first on ``sys.path`` as ``python -m pytest`` would.
 
 Limit: the candidate's code runs in this process, so code written to know this runner can still
-forge results from inside (monkeypatching pytest while the session runs). The guard, the exit-code
-cross-check and the immediate ``os._exit`` below stop every forgery that does not.
+rewrite results from inside (monkeypatching pytest while the session runs); nothing here prevents
+that. The verifier detects it instead: canary tests planted in the same session must come out as
+planted, and the FAIL_TO_PASS tests are run again in a separate process (docs/security.md). The guard,
+the exit-code cross-check and the immediate ``os._exit`` below stop what does not run inside the process.
 
 Plugins named with ``-p`` (the task's ``pytest_plugins``) are imported here too, by module or entry-point
 name, so that a module of the same name added to the repository cannot stand in for them.

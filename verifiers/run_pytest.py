@@ -3,7 +3,10 @@
 Usage: ``python3 -I run_pytest.py SPEC.json`` from the repository root. The spec names the test ids,
 the JUnit XML path (fresh and unpredictable, outside the repository), the result path and the time
 limit. pytest runs on the test files of the ids (whole files, so one unknown id cannot stop the run),
-with the cache plugin off, plugin autoload off, ``PYTEST_ADDOPTS`` cleared and xunit2 JUnit output.
+with the cache plugin off, plugin autoload off, ``PYTEST_ADDOPTS`` cleared, no ``maxfail`` (a ``-x`` in the
+project's ``addopts`` would stop the session before the canaries or the graded tests) and xunit2 JUnit output.
+The verifier's canary modules (``agentbon_canary.py``) are planted beside the graded files, run after them in the
+same invocation, and removed as soon as it ends.
 The spec's ``plugins`` are loaded with ``-p`` (``pytest_boot.py`` imports them before the repository is on
 ``sys.path``); ``plugin_autoload`` true lets pytest load every installed plugin.
 """
@@ -13,6 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import agentbon_canary as canary  # noqa: E402
 import agentbon_supervise as sup  # noqa: E402
 
 WATCHED_NAMES = ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
@@ -55,6 +59,7 @@ def main():
         "-o",
         "junit_logging=no",
         "--continue-on-collection-errors",
+        "--maxfail=0",
         "--color=no",
         "-q",
     ]
@@ -67,7 +72,13 @@ def main():
     env = sup.clean_env()
     if spec.get("plugin_autoload"):
         env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-    result = sup.supervise(argv, env, spec["timeout_s"], spec.get("output_limit", 20000))
+    # The canaries run in the same pytest invocation, after the graded files (docs/security.md, "Canaries").
+    planted = canary.plant(spec)
+    try:
+        result = sup.supervise(argv + planted.files, env, spec["timeout_s"], spec.get("output_limit", 20000))
+    finally:
+        changed = canary.remove(planted)
+    result["canaries_changed"] = changed
     result["missing_files"] = [f for f in files if f not in present]
     sup.finish(spec, result, watched)
 

@@ -10,6 +10,7 @@ import time
 import traceback
 import unittest
 
+import agentbon_canary as canary
 import agentbon_supervise as sup
 
 
@@ -89,7 +90,7 @@ def main():
     sys.dont_write_bytecode = True
     loader = unittest.TestLoader()
     result = JUnitResult()
-    for test_id in spec.get("ids", []):
+    for test_id in list(spec.get("ids", [])) + canary.ids(spec):
         name = dotted(test_id)
         before = set(result.cases)
         try:

@@ -4,7 +4,8 @@ An eval script (as the harness writes them, and as SWE-bench 5.x datasets carry 
 ``testbed`` environment, resets the test files, applies the test patch from a heredoc, runs the test
 command between the ``Start Test Output`` / ``End Test Output`` markers, and resets the test files again.
 Selection evidence runs the same script without the heredoc, and without the command-line directives that
-name files only the test patch creates (they do not exist before it; docs/swebench.md).
+name files only the test patch creates (they do not exist before it; docs/swebench.md). The second check runs
+the script's setup part only, everything before the test command (docs/security.md, "Second check").
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ def command_span(eval_script: str) -> tuple[int, int] | None:
     start = next((i for i, line in enumerate(lines) if START in line), None)
     end = next((i for i, line in enumerate(lines) if END in line and start is not None and i > start), None)
     return None if start is None or end is None else (start + 1, end)
+
+
+def setup_part(eval_script: str) -> str | None:
+    """The lines before the start marker (environment, ``cd``, the reset and the test patch), or None without
+    markers."""
+    span = command_span(eval_script)
+    return None if span is None else "\n".join(eval_script.split("\n")[: span[0] - 1]) + "\n"
 
 
 def _drop_heredoc_apply(lines: list[str]) -> list[str] | None:

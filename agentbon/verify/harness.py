@@ -18,6 +18,7 @@ from typing import Any
 from agentbon.errors import MissingExtra
 from agentbon.protocols import Sandbox
 from agentbon.types import Task, TestOutcome, TestSet, VerdictStatus
+from agentbon.verify import evalscript
 
 LOG_LIMIT = 32 << 20
 """Bytes of eval-script output kept (the harness reads the whole log; a flood past this is cut, and fails)."""
@@ -86,6 +87,26 @@ def check(tests: TestSet) -> str:
     return ""
 
 
+PYTEST_PARSERS = frozenset(
+    {"parse_log_pytest", "parse_log_pytest_options", "parse_log_pytest_v2", "parse_log_seaborn"}
+)
+"""The harness's parsers of pytest's ``-rA`` summary (by function: ``parse_log_flask`` is ``parse_log_pytest``);
+their instances' FAIL_TO_PASS ids are pytest node ids, which the second check can run again. Not
+``parse_log_matplotlib``: it rewrites parameters (``MouseButton.LEFT`` → ``1``), so its ids are not always node ids
+and an honest candidate would be flagged (docs/security.md, "Second check")."""
+
+
+def pytest_family(tests: TestSet) -> bool:
+    """Whether the test set's log parser reads pytest output (so its ids are pytest node ids)."""
+    parser = swebench().parsers.get(tests.log_parser)
+    return getattr(parser, "__name__", "") in PYTEST_PARSERS
+
+
+def setup_script(task: Task, tests: TestSet) -> str | None:
+    """The eval script up to its test command (environment, ``cd``, reset, test patch), or None without markers."""
+    return evalscript.setup_part(eval_script(task, tests))
+
+
 def eval_script(task: Task, tests: TestSet) -> str:
     """The script the harness would run for this test set (with its recording of the test exit code)."""
     return swebench().make_test_spec(instance(task, tests)).eval_script
@@ -95,8 +116,11 @@ def run(sandbox: Sandbox, script: str, vdir: str, timeout_s: float) -> tuple[str
     """Run the eval script as the harness does (``/bin/bash``); the log, or None and why there is none."""
     sandbox.write_file(f"{vdir}/eval.sh", script)
     log_path = f"{vdir}/test_output.txt"
-    ran = sandbox.exec(
-        f"/bin/bash {vdir}/eval.sh 2>&1 | head -c {LOG_LIMIT} > {log_path}", timeout=timeout_s, workdir=sandbox.workdir
+    ran = sandbox.exec(  # as root: the harness's eval scripts install into the image's root-owned environment
+        f"/bin/bash {vdir}/eval.sh 2>&1 | head -c {LOG_LIMIT} > {log_path}",
+        timeout=timeout_s,
+        workdir=sandbox.workdir,
+        user="root",
     )
     if ran.timed_out:
         return None, f"test run timed out after {timeout_s:g}s"

@@ -15,30 +15,41 @@ A ``swebench`` test set (an instance that carries the harness's eval script) rep
 harness's own: its eval script applies the test patch and runs the tests, its log parser and resolution rule
 decide (``harness``, docs/swebench.md).
 
+A ``pass`` is checked a second way in a sandbox of its own (``_second_check``, docs/security.md, "Second check"):
+the FAIL_TO_PASS tests run again by ``verifiers/second_check.py``; for a ``swebench`` test set with a pytest-family
+log parser, after the eval script's setup part (environment, reset, test patch).
+
+Whatever became of the run, the verdict of a non-empty patch carries the static scan's flags (``scan``:
+suspicious code, large files, binary content), and a run that changed the interpreter's directories outside
+the repository is flagged ``outside_write`` (docs/security.md).
+
 A failed command is data; a sandbox that is gone (``InfraError``) makes an ``infra_error`` verdict.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import secrets
 import shlex
 import time
 from pathlib import Path
+from typing import cast
 
 from agentbon.config import VerifyConfig
-from agentbon.errors import InfraError
+from agentbon.errors import InfraError, SandboxDiskLimit
 from agentbon.protocols import Sandbox, SandboxBackend
-from agentbon.types import Role, Rollout, Task, TestSet, Verdict, patch_hash
-from agentbon.verify import guard, harness
+from agentbon.types import Flag, Role, Rollout, Task, TestSet, Verdict, patch_hash
+from agentbon.verify import canary, guard, harness, second
 from agentbon.verify.cache import VerdictCache
 from agentbon.verify.grading import crosscheck, grade, graded_ids
 from agentbon.verify.junit import JUnitError, outcomes_for, parse_junit
+from agentbon.verify.scan import scan_patch
 
 SCRIPTS = {
-    "pytest": ("agentbon_supervise.py", "run_pytest.py", "pytest_boot.py"),
-    "unittest": ("agentbon_supervise.py", "run_pytest.py", "run_unittest.py", "unittest_boot.py"),
+    "pytest": ("agentbon_supervise.py", "agentbon_canary.py", "run_pytest.py", "pytest_boot.py"),
+    "unittest": ("agentbon_supervise.py", "agentbon_canary.py", "run_pytest.py", "run_unittest.py", "unittest_boot.py"),
     "command": ("agentbon_supervise.py", "run_command.py"),
 }
 HOUSEKEEPING_TIMEOUT_S = 120.0
@@ -58,6 +69,21 @@ def verifiers_dir() -> Path:
     raise FileNotFoundError(
         f"agentbon's verifier scripts are missing (looked in {' and '.join(map(str, candidates))}); "
         "reinstall agentbon, or run it from a source checkout"
+    )
+
+
+def outside_write_flag(report: dict) -> Flag | None:
+    """The ``outside_write`` flag for what the runner saw the test run change in the interpreter's directories
+    outside the repository (``agentbon_supervise.OutsideWatch``; docs/security.md, "Writes outside the repository")."""
+    changed = [str(p) for p in report.get("outside_changes") or []]
+    if not changed:
+        return None
+    total = int(report.get("outside_changes_total") or len(changed))
+    shown = ", ".join(changed[:3]) + (f" and {total - 3} more" if total > 3 else "")
+    return Flag(
+        kind="outside_write",
+        detail=f"the test run changed {total} path(s) outside the repository: {shown}",
+        paths=changed,
     )
 
 
@@ -131,22 +157,48 @@ class TestVerifier:
         try:
             with self.backend.open(task, labels) as sandbox:
                 status, reason, fields = self._run(sandbox, task, tests, patch, state)
+            if status == "pass":  # in a sandbox of its own, after the first is gone
+                status, reason, fields = self._second_check(task, tests, patch, (status, reason, fields))
         except _Fail as f:
             status, reason, fields = f.status, f.reason, f.fields
+        except SandboxDiskLimit as e:  # what ran in it filled the disk: the candidate's doing (failure-taxonomy.md)
+            status, reason, fields = "fail", f"the sandbox was stopped at its disk limit: {e}", {}
         except (InfraError, ConnectionError) as e:
             status, reason, fields = "infra_error", f"{type(e).__name__}: {e}", {}
         update = {"status": status, "reason": reason, "tampered": state["tampered"], **fields}
+        # The static scan's flags, whatever became of the run (docs/security.md, "Static scan").
+        scanned = scan_patch(patch, self.config.max_file_bytes, guard.task_files(task)) if patch.strip() else []
+        update["flags"] = [*scanned, *update.get("flags", [])]
+        if state["tampered"]:
+            undone = cast(list[str], state["tampered"])
+            detail = f"{len(undone)} test or runner file(s) changed by the patch, undone before the tests ran"
+            update["flags"].insert(0, Flag(kind="tampered", detail=detail, paths=undone))
         update["duration_s"] = round(time.monotonic() - started, 3)
         return base.model_copy(update=update)
 
     # ------------------------------------------------------------------------------------ steps
     def _sh(self, sandbox: Sandbox, command: str, timeout: float = HOUSEKEEPING_TIMEOUT_S):
-        return sandbox.exec(command, timeout=timeout, workdir=sandbox.workdir)
+        # Housekeeping runs as root; the tests do not (_run_tests; docs/security.md, "Sandbox hardening").
+        return sandbox.exec(command, timeout=timeout, workdir=sandbox.workdir, user="root")
 
     def _run(self, sandbox: Sandbox, task: Task, tests: TestSet, patch: str, state: dict) -> tuple[str, str, dict]:
-        # Outside the repository, in the sandbox's temp dir (a process sandbox confines files to its own tree).
+        vdir = self._new_vdir(sandbox)
+        if patch.strip():
+            self._apply_candidate(sandbox, task, patch, vdir, state)
+        if tests.runner == "swebench":  # the harness's eval script applies the test patch itself
+            return self._run_harness(sandbox, task, tests, patch, vdir)
+        self._apply_tests(sandbox, tests, vdir)
+        report, junit, plan = self._run_tests(sandbox, tests, vdir)
+        if sandbox.isolation != "docker":
+            self._sh(sandbox, f"rm -rf {vdir}")
+        return self._judge(tests, report, junit, plan)
+
+    def _new_vdir(self, sandbox: Sandbox) -> str:
+        """A fresh directory for the verifier's files. Outside the repository, in the sandbox's temp dir (a process
+        sandbox confines files to its own tree)."""
         vdir_sh = f'"${{TMPDIR:-/tmp}}/agentbon-verify-{secrets.token_hex(8)}"'
-        made = self._sh(sandbox, f'd={vdir_sh} && mkdir -p "$d" && echo "$d"')
+        # Root's and read-only to the tests, but for out/, where the runner writes its results.
+        made = self._sh(sandbox, f'd={vdir_sh} && mkdir -p "$d/out" && chmod 1777 "$d/out" && echo "$d"')
         vdir = made.output.strip().splitlines()[-1] if made.output.strip() else ""
         if made.exit_code != 0 or not vdir.startswith("/") or any(c in vdir for c in " '\"$`\\"):
             how = "timed out" if made.timed_out else f"exit {made.exit_code}"
@@ -154,20 +206,15 @@ class TestVerifier:
                 f"cannot prepare the sandbox ({how} after {made.duration_s:.1f}s): {made.output[-300:].strip() or 'no output'}",
                 status="infra_error",
             )
-        if patch.strip():
-            self._apply_candidate(sandbox, task, patch, vdir, state)
-        if tests.runner == "swebench":  # the harness's eval script applies the test patch itself
-            return self._run_harness(sandbox, task, tests, patch, vdir)
+        return vdir
+
+    def _apply_tests(self, sandbox: Sandbox, tests: TestSet, vdir: str) -> None:
         if tests.patch:
             sandbox.write_file(f"{vdir}/tests.diff", tests.patch)
             applied = self._sh(sandbox, f"git apply --whitespace=nowarn {vdir}/tests.diff")
             if applied.exit_code != 0:
                 # The guard restored every file the test patch names, so this is the task's fault.
                 raise _Fail(f"task error: test patch does not apply: {applied.output.strip()[-300:]}", "infra_error")
-        report, junit = self._run_tests(sandbox, tests, vdir)
-        if sandbox.isolation != "docker":
-            self._sh(sandbox, f"rm -rf {vdir}")
-        return self._judge(tests, report, junit)
 
     def _apply_candidate(self, sandbox: Sandbox, task: Task, patch: str, vdir: str, state: dict) -> None:
         sandbox.write_file(f"{vdir}/candidate.diff", patch)
@@ -226,11 +273,12 @@ class TestVerifier:
             new = sandbox.read_file(path).decode("utf-8", "replace")
         return guard.pytest_section_changed(path, old, new)
 
-    def _run_tests(self, sandbox: Sandbox, tests: TestSet, vdir: str) -> tuple[dict, bytes | None]:
+    def _run_tests(self, sandbox: Sandbox, tests: TestSet, vdir: str) -> tuple[dict, bytes | None, canary.Plan | None]:
         scripts = verifiers_dir()
+        plan = canary.plan(tests.runner, tests.tests)  # docs/security.md, "Canaries"
         for name in SCRIPTS[tests.runner]:
             sandbox.write_file(f"{vdir}/{name}", (scripts / name).read_bytes())
-        junit_path, result_path = f"{vdir}/{secrets.token_hex(12)}.xml", f"{vdir}/result.json"
+        junit_path, result_path = f"{vdir}/out/{secrets.token_hex(12)}.xml", f"{vdir}/out/result.json"
         spec = {
             "ids": tests.tests,
             "command": tests.command,
@@ -244,18 +292,19 @@ class TestVerifier:
                 if self.config.pytest_plugin_autoload is None
                 else self.config.pytest_plugin_autoload
             ),
+            "canaries": plan.spec() if plan else None,
         }
         sandbox.write_file(f"{vdir}/spec.json", json.dumps(spec))
         script = {"pytest": "run_pytest.py", "unittest": "run_unittest.py", "command": "run_command.py"}[tests.runner]
         command = f'PY=$(command -v python3 || command -v python) && exec "$PY" -I {vdir}/{script} {vdir}/spec.json'
-        ran = self._sh(sandbox, command, timeout=self.config.timeout_s + 60)
+        ran = sandbox.exec(command, timeout=self.config.timeout_s + 60, workdir=sandbox.workdir)  # the sandbox's user
         if ran.timed_out:
             raise _Fail("test run timed out", log=ran.output[-4000:])
         report = self._read_json(sandbox, result_path)
         if report is None:
             raise _Fail(f"the test runner reported nothing (exit {ran.exit_code}; killed?)", log=ran.output[-4000:])
         junit = self._read(sandbox, junit_path) if report.get("junit_exists") else None
-        return report, junit
+        return report, junit, plan
 
     def _read(self, sandbox: Sandbox, path: str) -> bytes | None:
         try:
@@ -272,11 +321,19 @@ class TestVerifier:
         except ValueError:
             return None
 
-    def _judge(self, tests: TestSet, report: dict, junit: bytes | None) -> tuple[str, str, dict]:
+    def _judge(
+        self, tests: TestSet, report: dict, junit: bytes | None, plan: canary.Plan | None = None
+    ) -> tuple[str, str, dict]:
         code = report.get("exit_code")
         fields: dict = {"runner_exit_code": code, "log": str(report.get("output", ""))[-4000:]}
+        outside = outside_write_flag(report)
+        if outside:
+            fields.setdefault("flags", []).append(outside)
         if report.get("timed_out"):
             return "fail", f"test run timed out after {self.config.timeout_s:g}s", fields
+        forged = self._forged(tests, report, junit, plan, fields)
+        if forged:
+            return "fail", forged, fields
         if report.get("changed_during_run"):
             return "fail", f"not trusted: files changed during the run: {report['changed_during_run'][:3]}", fields
         if junit is None:
@@ -292,3 +349,102 @@ class TestVerifier:
             return "fail", f"not trusted: {contradiction}", fields
         status, reason = grade(tests, fields["tests"])
         return status, reason, fields
+
+    def _forged(self, tests: TestSet, report: dict, junit: bytes | None, plan: canary.Plan | None, fields: dict) -> str:
+        """The reason when the canaries did not come out as planted (flagged ``forged`` in ``fields``), else ''."""
+        if plan is None:
+            return ""
+        try:
+            cases = parse_junit(junit) if junit is not None else None
+        except JUnitError:
+            cases = None  # judged below as not trusted; the exit code and the files are still checked
+        problems = canary.problems(plan, cases, report.get("exit_code"), report.get("canaries_changed") or [])
+        if not problems:
+            return ""
+        if cases is not None:
+            fields["tests"] = outcomes_for(graded_ids(tests), cases, tests.runner)
+        detail = problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+        fields.setdefault("flags", []).append(Flag(kind="forged", detail=detail))
+        return f"forged: {detail}"
+
+    # ------------------------------------------------------------------------------------ second check
+    def _second_check(
+        self, task: Task, tests: TestSet, patch: str, first: tuple[str, str, dict]
+    ) -> tuple[str, str, dict]:
+        """The FAIL_TO_PASS tests the first run passed, run again independently (docs/security.md, "Second check").
+
+        A sandbox of its own: the candidate applied (and guarded) and the test patch applied again, nothing of
+        the first run's sandbox, scripts or files. A disagreement fails the verdict and flags it."""
+        status, reason, fields = first
+        harnessed = tests.runner == "swebench"
+        # A harness instance is driven as pytest when its log parser reads pytest (docs/swebench.md).
+        runner = ("pytest" if harness.pytest_family(tests) else None) if harnessed else tests.runner
+        ids = second.ids_to_check(tests, fields.get("tests", {}), runner)
+        setup = harness.setup_script(task, tests) if harnessed and ids else None
+        if not ids or (harnessed and setup is None):
+            return first
+        try:
+            with self.backend.open(task, {**self.labels, "role": "verify"}) as sandbox:
+                vdir = self._new_vdir(sandbox)
+                if patch.strip():
+                    self._apply_candidate(sandbox, task, patch, vdir, {"tampered": []})
+                if not harnessed:  # the eval script's setup part applies the harness's test patch
+                    self._apply_tests(sandbox, tests, vdir)
+                answer = self._ask_second(sandbox, tests, ids, vdir, setup)
+                if sandbox.isolation != "docker":
+                    self._sh(sandbox, f"rm -rf {vdir}")
+        except _Fail as f:
+            raise _Fail(f"second check: {f.reason}", status="infra_error") from f
+        except (InfraError, ConnectionError) as e:
+            raise _Fail(f"second check: {type(e).__name__}: {e}", status="infra_error") from e
+        problems = [answer.problem] if answer.problem else second.disagreements(ids, answer)
+        if not problems:
+            return status, f"{reason}; the second check agrees on {len(ids)} FAIL_TO_PASS", fields
+        timed = f" (timed out after {self.config.timeout_s:g}s)" if answer.timed_out else ""
+        detail = f"first run passed, second check saw {problems[0]}{timed}"
+        detail += f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        flags = [*fields.get("flags", []), Flag(kind="disagreement", detail=detail)]
+        log = f"{fields.get('log', '')}\n--- second check ---\n{answer.output}"[-4000:]
+        return "fail", f"not trusted: second check: {problems[0]}{timed}", {**fields, "flags": flags, "log": log}
+
+    def _ask_second(
+        self, sandbox: Sandbox, tests: TestSet, ids: list[str], vdir: str, setup: str | None = None
+    ) -> second.Answer:
+        """Run the driver and read its answer. ``setup``: a harness eval script's part before its test command,
+        run first in the same shell (as root, as the harness runs it, its output to a file), so that the driver
+        starts in the activated environment with the test patch applied."""
+        scripts = verifiers_dir()
+        for name in second.SCRIPTS:
+            sandbox.write_file(f"{vdir}/{name}", (scripts / name).read_bytes())
+        # The driver deletes its spec before any code of the repository runs: a folder it may delete in.
+        made = self._sh(sandbox, f"mkdir -m 0777 {vdir}/in")
+        if made.exit_code != 0:
+            raise _Fail(f"cannot prepare the second check: {made.output[-300:]}", status="infra_error")
+        nonce = second.new_nonce()
+        spec_path = f"{vdir}/in/{secrets.token_hex(8)}.json"
+        plugins = list(dict.fromkeys([*tests.pytest_plugins, *self.config.pytest_plugins]))
+        autoload = (
+            tests.pytest_plugin_autoload
+            if self.config.pytest_plugin_autoload is None
+            else self.config.pytest_plugin_autoload
+        )
+        if setup is not None:  # the harness's test command runs with the environment's plugins
+            autoload = True
+        spec = second.spec(
+            tests, ids, nonce, self.config.timeout_s, plugins, autoload, runner="pytest" if setup else None
+        )
+        sandbox.write_file(spec_path, json.dumps(spec))
+        command = f'PY=$(command -v python3 || command -v python) && exec "$PY" -I {vdir}/second_check.py {spec_path}'
+        if setup is None:
+            # as the sandbox's user
+            ran = sandbox.exec(command, timeout=self.config.timeout_s + 60, workdir=sandbox.workdir)
+            return second.read(ran.output, nonce, ids)
+        script = f"exec 3>&1 >{vdir}/setup.log 2>&1\n{setup}set +x\nexec 1>&3 2>&1 3>&-\n{command}\n"
+        sandbox.write_file(f"{vdir}/second.sh", script)
+        timeout = self.config.timeout_s + HOUSEKEEPING_TIMEOUT_S + 60
+        ran = sandbox.exec(f"/bin/bash {vdir}/second.sh", timeout=timeout, workdir=sandbox.workdir, user="root")
+        answer = second.read(ran.output, nonce, ids)
+        if answer.problem:  # say what the setup part printed last (an environment that did not activate, ...)
+            tail = (self._read(sandbox, f"{vdir}/setup.log") or b"").decode("utf-8", "replace")[-1500:]
+            return dataclasses.replace(answer, output=f"{ran.output[-1500:]}\n--- eval script setup ---\n{tail}")
+        return answer

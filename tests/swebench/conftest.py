@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from agentbon.config import SandboxConfig
 from agentbon.swebench import MIRROR_ENV
 from tests.swebench.families import FAMILIES, Built, build
 
@@ -27,3 +28,18 @@ def built(tmp_path: Path, mirror: Path):
         return build(FAMILIES[name], mirror, tmp_path / f"scratch-{name}", **options)
 
     return make
+
+
+@pytest.fixture(scope="module")
+def backend():
+    """The real Docker backend, for the tests that grade in fixture images (skipped without an engine)."""
+    try:
+        from agentbon.sandbox.docker import DockerBackend
+    except ImportError as e:
+        pytest.skip(f"docker backend not available: {e}")
+    backend = DockerBackend(SandboxConfig(cpus=1.0, memory="1g", pids=256))
+    try:
+        backend.client.ping()
+    except Exception as e:  # the engine is not reachable on this machine
+        pytest.skip(f"docker engine not reachable: {e}")
+    return backend

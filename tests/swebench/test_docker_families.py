@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentbon.config import SandboxConfig, VerifyConfig
+from agentbon.config import VerifyConfig
 from agentbon.tasks import load_suite
 from agentbon.types import Rollout
 from agentbon.verify import TestVerifier, harness
@@ -23,20 +23,6 @@ from tests.swebench.support import harness_or_skip
 pytestmark = pytest.mark.docker
 
 EXPECTED = {"gold": "pass", "wrong": "fail", "empty": "fail"}
-
-
-@pytest.fixture(scope="module")
-def backend():
-    try:
-        from agentbon.sandbox.docker import DockerBackend
-    except ImportError as e:
-        pytest.skip(f"docker backend not available: {e}")
-    backend = DockerBackend(SandboxConfig(cpus=1.0, memory="1g", pids=256))
-    try:
-        backend.client.ping()
-    except Exception as e:  # the engine is not reachable on this machine
-        pytest.skip(f"docker engine not reachable: {e}")
-    return backend
 
 
 @pytest.fixture

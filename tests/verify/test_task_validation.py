@@ -23,7 +23,7 @@ def test_valid_task(calc, fake_backend):
     result = validate_task(calc.task, _verifier(fake_backend), runs=2)
     assert result.status == "valid" and result.problems == []
     assert (result.gold, result.empty, result.evidence) == ("2/2", "0/2", "pass")
-    assert fake_backend.opened == 5
+    assert fake_backend.opened == 7  # 2 gold runs and their second checks, 2 empty runs, 1 evidence run
 
 
 def test_flaky_test_is_named(calc, fake_backend, tmp_path):

@@ -11,7 +11,9 @@ def test_gold_resolves_and_empty_does_not(calc, backend):
     gold = verifier.verify(calc.task, calc.rollout(calc.task.gold_patch), "grade")
     assert gold.status == "pass", gold.reason + gold.log
     assert gold.tests == {"tests/test_hidden.py::test_add": "passed", "tests/test_ops.py::test_mul": "passed"}
-    assert gold.runner_exit_code == 0 and gold.patch_applied and gold.tampered == []
+    # pytest exits 1: the verifier's must-fail canary ran in the same session (docs/security.md, "Canaries").
+    assert gold.runner_exit_code == 1 and gold.patch_applied and gold.tampered == [] and gold.flags == []
+    assert gold.reason == "all 2 tests passed; the second check agrees on 1 FAIL_TO_PASS"
     empty = verifier.verify(calc.task, calc.rollout(""), "grade")
     assert empty.status == "fail"
     assert empty.tests["tests/test_hidden.py::test_add"] == "failed"
@@ -51,7 +53,8 @@ def test_identical_patches_are_verified_once(calc, fake_backend):
     first = verifier.verify(calc.task, calc.rollout(calc.task.gold_patch, index=0), "grade")
     # Same change, different index lines and trailing whitespace: the normalised hash is equal.
     again = verifier.verify(calc.task, calc.rollout(calc.task.gold_patch + "\n", index=1), "grade")
-    assert fake_backend.opened == 1 and cache.hits == 1
+    # One verification: its run and its second check (a sandbox each, docs/security.md, "Second check").
+    assert fake_backend.opened == 2 and cache.hits == 1
     assert again.status == first.status == "pass"
     assert again.rollout_id == "calc-add/1" and "shared with identical patch calc-add/0" in again.reason
 
@@ -62,7 +65,7 @@ def test_migration_evidence_and_grade_share_one_run(calc, fake_backend):
     rollout = calc.rollout(calc.task.gold_patch)
     assert verifier.verify(task, rollout, "grade").status == "pass"
     evidence = verifier.verify(task, rollout, "evidence")
-    assert evidence.role == "evidence" and evidence.status == "pass" and fake_backend.opened == 1
+    assert evidence.role == "evidence" and evidence.status == "pass" and fake_backend.opened == 2  # run + second check
 
 
 def test_sandbox_gone_is_infra_error(calc, fake_backend):
@@ -76,3 +79,27 @@ def test_sandbox_gone_is_infra_error(calc, fake_backend):
 
     verdict = TestVerifier(Dying()).verify(calc.task, calc.rollout(calc.task.gold_patch), "grade")
     assert verdict.status == "infra_error" and "SandboxGone" in verdict.reason
+
+
+def test_sandbox_stopped_at_its_disk_limit_fails_the_candidate(calc, fake_backend):
+    # The watchdog stopped the sandbox while the tests ran: what ran in it filled the disk, the candidate's doing,
+    # so the verdict fails (counted) instead of an infra_error (retried).
+    from agentbon.errors import SandboxDiskLimit
+
+    class Full:
+        isolation = "fake (none)"
+
+        def open(self, task, labels=None):
+            sandbox = fake_backend.open(task, labels)
+            real_exec = sandbox.exec
+
+            def exec(command, *args, **kwargs):
+                if "run_pytest.py" in command:
+                    raise SandboxDiskLimit("wrote 64m, past its limit of 64m")
+                return real_exec(command, *args, **kwargs)
+
+            sandbox.exec = exec
+            return sandbox
+
+    verdict = TestVerifier(Full()).verify(calc.task, calc.rollout(calc.task.gold_patch), "grade")
+    assert verdict.status == "fail" and "disk limit" in verdict.reason
