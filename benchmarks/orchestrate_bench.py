@@ -155,8 +155,8 @@ def main() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
 
-    ray.init(resources={"agentbon_sandbox": a.concurrency, "agentbon_verify": a.concurrency}, include_dashboard=False,
-             log_to_driver=False)
+    slots = {"agentbon_sandbox": a.concurrency, "agentbon_verify": a.concurrency}
+    ray.init(address="local", resources=slots, include_dashboard=False, log_to_driver=False)
     root = Path(tempfile.mkdtemp(prefix="agentbon-bench-"))
     task = trivial_task(root)
     (root / "task.json").write_text(task.model_dump_json())

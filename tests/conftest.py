@@ -18,7 +18,8 @@ def ray_session():
 
     started = False
     if not ray.is_initialized():
-        ray.init(resources=RAY_RESOURCES, num_cpus=2, include_dashboard=False, log_to_driver=False)
+        # address="local": never join a Ray another session (or a killed one) left in /tmp/ray/ray_current_cluster.
+        ray.init(address="local", resources=RAY_RESOURCES, num_cpus=2, include_dashboard=False, log_to_driver=False)
         started = True
     yield ray
     if started:

@@ -76,6 +76,9 @@ def _init(config: RunConfig) -> bool:
     renice = shares_cpu_with_server(config)
     before = descendants(os.getpid()) if renice else set()
     ray.init(
+        # "local": a Ray of this run's own. Without it, ray.init joins whatever /tmp/ray/ray_current_cluster names
+        # (another run's Ray, or one left by a killed run) and then refuses this run's resources.
+        address="local",
         resources={SANDBOX: config.slots(), VERIFY: config.verify.concurrency},
         include_dashboard=False,
         log_to_driver=False,
