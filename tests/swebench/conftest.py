@@ -43,3 +43,19 @@ def backend():
     except Exception as e:  # the engine is not reachable on this machine
         pytest.skip(f"docker engine not reachable: {e}")
     return backend
+
+
+@pytest.fixture
+def logs(monkeypatch):
+    """Every log ``harness.judge`` is given, in order (the real function still decides)."""
+    seen: list[str] = []
+    from agentbon.verify import harness
+
+    judge = harness.judge
+
+    def spy(task, tests, patch, log):
+        seen.append(log)
+        return judge(task, tests, patch, log)
+
+    monkeypatch.setattr(harness, "judge", spy)
+    return seen

@@ -16,27 +16,13 @@ import pytest
 from agentbon.config import VerifyConfig
 from agentbon.tasks import load_suite
 from agentbon.types import Rollout
-from agentbon.verify import TestVerifier, harness
+from agentbon.verify import TestVerifier
 from tests.swebench.families import FAMILIES
 from tests.swebench.support import harness_or_skip
 
 pytestmark = pytest.mark.docker
 
 EXPECTED = {"gold": "pass", "wrong": "fail", "empty": "fail"}
-
-
-@pytest.fixture
-def logs(monkeypatch):
-    """Every log ``harness.judge`` is given, in order (the real function still decides)."""
-    seen: list[str] = []
-    judge = harness.judge
-
-    def spy(task, tests, patch, log):
-        seen.append(log)
-        return judge(task, tests, patch, log)
-
-    monkeypatch.setattr(harness, "judge", spy)
-    return seen
 
 
 def _official(record: dict, patch: str, log: str, tmp_path: Path) -> bool:

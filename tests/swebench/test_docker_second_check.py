@@ -18,7 +18,7 @@ import pytest
 from agentbon.config import VerifyConfig
 from agentbon.tasks import load_suite
 from agentbon.types import Rollout
-from agentbon.verify import TestVerifier, harness
+from agentbon.verify import TestVerifier
 from tests.swebench.families import PYTEST, diff
 from tests.swebench.support import harness_or_skip
 
@@ -31,20 +31,6 @@ def forgers(monkeypatch):
     """``tests/verify/forgers.py`` (it imports its sibling ``verify_task`` as a top-level module)."""
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "verify"))
     return importlib.import_module("forgers")
-
-
-@pytest.fixture
-def logs(monkeypatch):
-    """Every log ``harness.judge`` is given, in order (the real function still decides)."""
-    seen: list[str] = []
-    judge = harness.judge
-
-    def spy(task, tests, patch, log):
-        seen.append(log)
-        return judge(task, tests, patch, log)
-
-    monkeypatch.setattr(harness, "judge", spy)
-    return seen
 
 
 @pytest.fixture

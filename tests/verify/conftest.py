@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from verify_task import CalcTask, CloneBackend, own_verify_labels
+from verify_task import CalcTask, CloneBackend, docker_backend_or_skip
 
 
 @pytest.fixture
@@ -18,24 +18,9 @@ def fake_backend(tmp_path: Path) -> CloneBackend:
     return CloneBackend(tmp_path / "sandboxes")
 
 
-def _docker_backend():
-    try:
-        from agentbon.config import SandboxConfig
-        from agentbon.sandbox.docker import DockerBackend
-    except ImportError as e:
-        pytest.skip(f"docker backend not available: {e}")
-    backend = DockerBackend(SandboxConfig(cpus=1.0, memory="1g", pids=128))
-    try:
-        backend.client.ping()
-    except Exception as e:  # the engine is not reachable on this machine
-        pytest.skip(f"docker engine not reachable: {e}")
-    yield backend
-    backend.reap(own_verify_labels())
-
-
 @pytest.fixture
 def docker_backend():
-    yield from _docker_backend()
+    yield from docker_backend_or_skip()
 
 
 @pytest.fixture(params=["fake", pytest.param("docker", marks=pytest.mark.docker)])
@@ -43,7 +28,7 @@ def backend(request, tmp_path: Path):
     if request.param == "fake":
         yield CloneBackend(tmp_path / "sandboxes")
     else:
-        yield from _docker_backend()
+        yield from docker_backend_or_skip()
 
 
 @pytest.fixture

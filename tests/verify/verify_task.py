@@ -12,6 +12,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from agentbon.testing import FakeSandbox, init_repo
 from agentbon.types import RepoSource, Rollout, Task, TestSet
 
@@ -118,3 +120,19 @@ def own_verify_labels() -> dict[str, str]:
     """Labels of the verification containers this test session started: never reap another session's (two suites
     may share one Docker engine, and a reap by role alone removed the other's containers mid-test)."""
     return {"role": "verify", "session": os.environ["AGENTBON_SESSION"]}
+
+
+def docker_backend_or_skip(**config):
+    """The real Docker backend (``config`` overrides the sandbox settings); skipped without an engine."""
+    try:
+        from agentbon.config import SandboxConfig
+        from agentbon.sandbox.docker import DockerBackend
+    except ImportError as e:
+        pytest.skip(f"docker backend not available: {e}")
+    backend = DockerBackend(SandboxConfig(**{"cpus": 1.0, "memory": "1g", "pids": 128, **config}))
+    try:
+        backend.client.ping()
+    except Exception as e:  # the engine is not reachable on this machine
+        pytest.skip(f"docker engine not reachable: {e}")
+    yield backend
+    backend.reap(own_verify_labels())
