@@ -21,8 +21,11 @@ class Sandbox(Protocol):
     id: str
     workdir: str
     """The repository's path inside the sandbox."""
-    isolation: str
-    """``docker`` or ``process (weaker isolation)``."""
+
+    @property
+    def isolation(self) -> str:
+        """``docker``, ``docker (as root: why)`` or ``process (weaker isolation)``."""
+        ...
 
     def exec(
         self, command: str, timeout: float | None = None, workdir: str | None = None, user: str | None = None

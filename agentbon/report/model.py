@@ -142,6 +142,9 @@ class RolloutCounts(Part):
     empty_patch: int
     left_out: int
     """Not in n: infra errors, grade infra errors, ungraded, cancelled."""
+    isolation: dict[str, int] = Field(default_factory=dict)
+    """Finished rollouts per ``Rollout.isolation``: ``docker``, or weaker (``docker (as root: why)``, the process
+    backend's). Empty in files written before it was counted."""
 
 
 class Infra(Part):

@@ -167,6 +167,7 @@ def build_report(store: RunStore, data: RunData | None = None, **overrides: obje
             "graded": int(np.isin(cells, (PASS, FAIL)).sum()),
             "empty_patch": empty,
             "left_out": sum(left_out.values()),
+            "isolation": dict(Counter(r.isolation for r in data.rollouts.values() if r.status != "infra_error")),
         },
         "infra": infra_section(data),
         "early_stop": early_stop_section(data),

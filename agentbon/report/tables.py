@@ -126,6 +126,10 @@ def headline(s: dict) -> Table:
             kinds[k] = kinds.get(k, 0) + v
         notes.append(f"Infra errors left: {infra['rollouts']} rollouts, {infra['verifications']} verifications ("
                      + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) + "); a resume re-runs them.")  # fmt: skip
+    weaker = {how: count for how, count in (r.get("isolation") or {}).items() if how != "docker"}
+    if weaker:
+        notes.append("Weaker isolation than a hardened sandbox: " + "; ".join(
+            f"{count} rollout{'s' * (count > 1)} {how}" for how, count in sorted(weaker.items())) + ".")  # fmt: skip
     if m["tasks_without_sample"]:
         notes.append(f"{len(m['tasks_without_sample'])} tasks without any sample are left out of the curves: "
                      + ", ".join(m["tasks_without_sample"][:10]) + ("…" if len(m["tasks_without_sample"]) > 10 else ""))  # fmt: skip

@@ -31,8 +31,6 @@ SANDBOX_ENV = {**GIT_IDENTITY, "PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb
 class DockerSandbox:
     """A running container with the task's repository in ``workdir``; see ``protocols.Sandbox``."""
 
-    isolation = "docker"
-
     def __init__(
         self,
         client: docker.DockerClient,
@@ -62,6 +60,12 @@ class DockerSandbox:
         self.stopped_for_disk = ""
         """Why the disk watchdog stopped this sandbox (empty while it has not)."""
         self._executor = Executor(self._api, container_id, config)
+
+    @property
+    def isolation(self) -> str:
+        """``docker``, or where the commands run as root, why (``Rollout.isolation`` carries it into the run record:
+        an ``auto`` user that fell back to root is weaker isolation, docs/security.md)."""
+        return f"docker (as root: {self.run_as.reason})" if self.run_as.root and self.run_as.reason else "docker"
 
     @property
     def user(self) -> str:

@@ -13,7 +13,7 @@ from agentbon.errors import ConfigError
 from agentbon.metrics import pass_at_k
 from agentbon.report import build_report, build_summary, read_summary, render_markdown, write_reports
 from agentbon.report.scaling import stop_call
-from agentbon.types import Verdict
+from agentbon.types import Rollout, Verdict
 from tests.metrics.softmax_brute import brute
 
 GRID = {"a": "PFFFFPFF", "b": "FFFFFFFF", "c": "PPFFPFFF", "d": "FFPFFFFF"}
@@ -139,3 +139,16 @@ def test_summary_json_is_a_versioned_model_that_reads_back(tmp_path):
     path.write_text(json.dumps(raw))
     with pytest.raises(ConfigError, match="version 1"):
         read_summary(path)
+
+
+def test_rollouts_that_ran_as_root_are_counted_and_named(tmp_path):
+    store = make_run(tmp_path, {"t": "PF"}, {"tests": {"t": [1, 0]}})
+    why = "user 10001:10001 cannot work in img (the interpreter is not executable): commands run as root"
+    with mock.patch("agentbon.store.os.fsync"):
+        store.save_rollout(Rollout(run_id="run-synth", task_id="t", index=2, status="submitted", patch="",
+                                   isolation=f"docker (as root: {why})"), [])  # fmt: skip
+    s = build_summary(store)
+    assert s["rollouts"]["isolation"] == {"docker": 2, f"docker (as root: {why})": 1}
+    assert f"Weaker isolation than a hardened sandbox: 1 rollout docker (as root: {why})." in render_markdown(s)
+    plain = build_summary(make_run(tmp_path / "plain", {"t": "PF"}, {"tests": {"t": [1, 0]}}))
+    assert "Weaker isolation" not in render_markdown(plain)

@@ -96,6 +96,7 @@ def test_auto_falls_back_to_root_with_a_reason_where_the_user_cannot_work(open_b
         task = tiny_task.model_copy(update={"environment": tiny_task.environment.model_copy(update={"image": tag})})
         fallen = open_box(hardened(sandbox_config, user="auto"), task)
         assert fallen.user == "0:0" and "interpreter" in fallen.run_as.reason
+        assert fallen.isolation.startswith("docker (as root: user 10001:10001 cannot work in")  # the rollout's record
         assert fallen.exec("id -u").output.strip() == "0"
         with pytest.raises(ImageBuildError, match="sandbox.user=10001: cannot run as 10001:10001"):
             open_box(hardened(sandbox_config, user="10001"), task)
