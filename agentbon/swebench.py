@@ -105,6 +105,26 @@ def _environment(record: dict[str, Any], instance_id: str, source: str) -> Envir
         raise TaskError(source, where, first["msg"]) from err
 
 
+def _is_pytest_id(test_id: str) -> bool:
+    """A pytest node id (``tests/test_x.py::test_y[p]``) or a test file: what agentbon's pytest runner can run."""
+    return "::" in test_id or test_id.split("::")[0].endswith(".py")
+
+
+def _pytest_ids_only(record: dict[str, Any], source: str, f2p: list[str], p2p: list[str]) -> None:
+    """An instance without an eval script is graded by agentbon's pytest runner: ids it cannot run (Django's
+    ``test_x (module.Class)``, SymPy's bare names) would all come out missing and every candidate fail, so they are
+    refused at load, naming the fix."""
+    for key, ids in (("FAIL_TO_PASS", f2p), ("PASS_TO_PASS", p2p)):
+        bad = [t for t in ids if not _is_pytest_id(t)]
+        if bad:
+            raise TaskError(
+                source, key,
+                f"{bad[0]!r} is not a pytest node id, and the instance has no eval_script to run it with: use the "
+                f"instance from a SWE-bench dataset that carries the harness's eval_script and log_parser (5.x), or "
+                f"give pytest ids ({len(bad)} of {len(ids)} are not)",
+            )  # fmt: skip
+
+
 def _harness_sets(
     record: dict[str, Any], source: str, f2p: list[str], p2p: list[str], test_patch: str
 ) -> tuple[TestSet, TestSet]:
@@ -113,6 +133,7 @@ def _harness_sets(
     kept = [t for t in p2p if t not in left_out]
     script = _string(record, "eval_script", source, required=False)
     if not script.strip():
+        _pytest_ids_only(record, source, f2p, p2p)
         evidence = TestSet(pass_to_pass=kept, left_out=left_out)
         return evidence, TestSet(fail_to_pass=f2p, pass_to_pass=p2p, patch=test_patch)
     log_parser = _string(record, "log_parser", source) if "log_parser" in record else ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import tempfile
 from types import SimpleNamespace
 from typing import Any
@@ -110,6 +111,33 @@ def setup_script(task: Task, tests: TestSet) -> str | None:
 def eval_script(task: Task, tests: TestSet) -> str:
     """The script the harness would run for this test set (with its recording of the test exit code)."""
     return swebench().make_test_spec(instance(task, tests)).eval_script
+
+
+APPLIED = "agentbon-applied: "
+"""Head of the line the apply script prints with the command that applied the patch."""
+
+
+def apply_script(diff: str, paths: str) -> str:
+    """Shell that applies a candidate the way the harness does (swebench's ``GIT_APPLY_CMDS``), staged for the guard.
+
+    In the harness's order: ``git apply``, then ``git apply --3way``, then ``patch --batch --forward --fuzz=5``. Each
+    fallback is tried with ``--check``/``--dry-run`` first, so a failed attempt leaves nothing behind (the harness
+    resets the tree between attempts instead, which would also undo what the image changed in it). What ``patch``
+    wrote is staged from the patch's own file list (``paths``: NUL-separated), so untracked files of the image are
+    never taken for the candidate's. ``git apply --reject`` is left out: it exits non-zero whenever a hunk is
+    rejected, so it succeeds only where plain ``git apply`` did. Exit 97 when nothing applies; the output then holds
+    each attempt's error."""
+    d, p = shlex.quote(diff), shlex.quote(paths)
+    fuzz = f"patch --batch --forward --fuzz=5 -p1 --no-backup-if-mismatch -i {d}"
+    return (
+        f"if git apply --index --whitespace=nowarn {d}; then how='git apply'\n"
+        f"elif git apply --3way --check {d} 2>/dev/null; then git apply --3way --whitespace=nowarn {d} && how='git apply --3way'\n"
+        f"elif {fuzz} --dry-run >/dev/null; then {fuzz} >/dev/null && "
+        f"git add -A --pathspec-from-file={p} --pathspec-file-nul && how='patch --fuzz=5'\n"
+        f"fi\n"
+        f'[ -n "${{how:-}}" ] || exit 97\n'
+        f'echo "{APPLIED}$how"'
+    )  # fmt: skip
 
 
 def run(sandbox: Sandbox, script: str, vdir: str, timeout_s: float) -> tuple[str | None, str]:

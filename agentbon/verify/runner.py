@@ -2,8 +2,9 @@
 
 Steps, each in a sandbox opened fresh from the task image for this one verification:
 
-1. apply the candidate with ``git apply --index`` (no fuzz, no ``--reject``): a patch that does not
-   apply is a clear ``fail`` with ``patch_applied=False``;
+1. apply the candidate with ``git apply --index`` (no fuzz, no ``--reject``; SWE-bench tasks with the harness's
+   fallbacks, ``harness.apply_script``): a patch that does not apply is a clear ``fail`` with
+   ``patch_applied=False``;
 2. list what it changed (``git diff --cached --name-status``) and undo every protected change
    (``guard``), recording the paths in ``Verdict.tampered``;
 3. apply the role's test patch (hidden tests for the grade);
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import cast
 
 from agentbon.config import VerifyConfig
+from agentbon.diffs import files_touched
 from agentbon.errors import InfraError, SandboxDiskLimit
 from agentbon.protocols import Sandbox, SandboxBackend
 from agentbon.types import Flag, Role, Rollout, Task, TestSet, Verdict, patch_hash
@@ -165,6 +167,8 @@ class TestVerifier:
             status, reason, fields = "fail", f"the sandbox was stopped at its disk limit: {e}", {}
         except (InfraError, ConnectionError) as e:
             status, reason, fields = "infra_error", f"{type(e).__name__}: {e}", {}
+        if state.get("applied_with"):  # the strict apply failed; the harness's fallback took it
+            reason = f"{reason} (the patch applied only with {state['applied_with']}, as the harness applies it)"
         update = {"status": status, "reason": reason, "tampered": state["tampered"], **fields}
         # The static scan's flags, whatever became of the run (docs/security.md, "Static scan").
         scanned = scan_patch(patch, self.config.max_file_bytes, guard.task_files(task)) if patch.strip() else []
@@ -189,7 +193,7 @@ class TestVerifier:
             return self._run_harness(sandbox, task, tests, patch, vdir)
         self._apply_tests(sandbox, tests, vdir)
         report, junit, plan = self._run_tests(sandbox, tests, vdir)
-        if sandbox.isolation != "docker":
+        if not sandbox.isolation.startswith("docker"):  # a container goes with its files
             self._sh(sandbox, f"rm -rf {vdir}")
         return self._judge(tests, report, junit, plan)
 
@@ -218,11 +222,14 @@ class TestVerifier:
 
     def _apply_candidate(self, sandbox: Sandbox, task: Task, patch: str, vdir: str, state: dict) -> None:
         sandbox.write_file(f"{vdir}/candidate.diff", patch)
+        apply = f"git apply --index --whitespace=nowarn {vdir}/candidate.diff || exit 97"
+        if task.kind == "swebench":  # as the harness applies predictions: with its fallbacks (docs/swebench.md)
+            sandbox.write_file(f"{vdir}/paths", "\0".join(files_touched(patch)))
+            apply = harness.apply_script(f"{vdir}/candidate.diff", f"{vdir}/paths")
         # Lists go to files (exec output is capped; a patch may touch thousands of files). Exit 97: no apply.
         applied = self._sh(
             sandbox,
-            f"git apply --index --whitespace=nowarn {vdir}/candidate.diff || exit 97; "
-            f"git diff --cached --name-status --no-renames -z HEAD > {vdir}/changed && "
+            f"{{\n{apply}\n}} && git diff --cached --name-status --no-renames -z HEAD > {vdir}/changed && "
             f"git ls-tree --name-only -z HEAD > {vdir}/top",
         )
         if applied.exit_code == 97:
@@ -230,6 +237,9 @@ class TestVerifier:
             raise _Fail(f"patch does not apply: {first[:200]}", patch_applied=False, log=applied.output[-4000:])
         if applied.exit_code != 0:
             raise _Fail(f"cannot list the patch's changes: {applied.output[-300:]}", status="infra_error")
+        how = [ln[len(harness.APPLIED) :] for ln in applied.output.splitlines() if ln.startswith(harness.APPLIED)]
+        if how and how[-1] != "git apply":
+            state["applied_with"] = how[-1]
         fields = sandbox.read_file(f"{vdir}/changed").decode("utf-8", "replace").split("\0")
         changes = [(fields[i][:1], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
         protected = guard.task_files(task)
@@ -258,7 +268,7 @@ class TestVerifier:
         self, sandbox: Sandbox, task: Task, tests: TestSet, patch: str, vdir: str
     ) -> tuple[str, str, dict]:
         log, why = harness.run(sandbox, harness.eval_script(task, tests), vdir, self.config.timeout_s)
-        if sandbox.isolation != "docker":
+        if not sandbox.isolation.startswith("docker"):  # a container goes with its files
             self._sh(sandbox, f"rm -rf {vdir}")
         if log is None:
             raise _Fail(why)
@@ -391,7 +401,7 @@ class TestVerifier:
                 if not harnessed:  # the eval script's setup part applies the harness's test patch
                     self._apply_tests(sandbox, tests, vdir)
                 answer = self._ask_second(sandbox, tests, ids, vdir, setup)
-                if sandbox.isolation != "docker":
+                if not sandbox.isolation.startswith("docker"):  # a container goes with its files
                     self._sh(sandbox, f"rm -rf {vdir}")
         except _Fail as f:
             raise _Fail(f"second check: {f.reason}", status="infra_error") from f

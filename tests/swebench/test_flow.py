@@ -72,6 +72,32 @@ def test_patch_that_does_not_apply_fails(flow):
     assert verdict.status == "fail" and not verdict.patch_applied
 
 
+def _stale_context(patch: str) -> str:
+    """The patch with the first context line of each hunk changed: ``git apply`` refuses it, fuzz takes it."""
+    out, fresh = [], False
+    for line in patch.splitlines(keepends=True):
+        if line.startswith("@@"):
+            fresh = True
+        elif fresh and line.startswith(" "):
+            line, fresh = " # a line the candidate's base had" + line[1:], False
+        out.append(line)
+    return "".join(out)
+
+
+def test_a_patch_that_applies_only_with_fuzz_is_applied_as_the_harness_does(flow):
+    made, task, verifier = flow
+    stale = _stale_context(made.patch("gold"))
+    assert stale != made.patch("gold")
+    verdict = verifier.verify(task, _rollout(task, stale), "grade")
+    assert verdict.status == "pass" and verdict.patch_applied, verdict.reason + "\n" + verdict.log
+    assert "applied only with patch --fuzz=5, as the harness applies it" in verdict.reason
+    assert "applied only with" not in verifier.verify(task, _rollout(task, made.patch("gold"), 1), "grade").reason
+    # Outside SWE-bench tasks a candidate applies as it was made, or not at all.
+    plain = task.model_copy(update={"kind": "bugfix"})
+    refused = verifier.verify(plain, _rollout(plain, stale, 2), "grade")
+    assert refused.status == "fail" and not refused.patch_applied
+
+
 def test_validate_names_the_evidence_left_out(flow):
     made, task, verifier = flow
     result = validate_task(task, verifier, runs=1)

@@ -51,6 +51,17 @@ def test_prebuilt_image_from_the_instance_and_no_eval_script_keeps_the_pytest_ru
     assert task.evidence.pass_to_pass == FAMILIES["pytest"].evidence  # the same evidence rule without a script
 
 
+def test_an_instance_without_eval_script_whose_ids_pytest_cannot_run_is_refused(built, tmp_path):
+    record = built("django").record
+    classic = {k: v for k, v in record.items() if k not in ("eval_script", "log_parser", "eval_type")}
+    tasks, [error] = _load(tmp_path, classic)
+    assert tasks == [] and error.field == "FAIL_TO_PASS"
+    assert "is not a pytest node id, and the instance has no eval_script" in error.problem
+    bare = {**classic, "FAIL_TO_PASS": ["tests/test_x.py::test_y[a b]"], "PASS_TO_PASS": ["test_bare_name"]}
+    _, [error] = _load(tmp_path, bare)
+    assert error.field == "PASS_TO_PASS" and "'test_bare_name'" in error.problem
+
+
 def test_bad_swebench_fields_are_named(built, tmp_path):
     record = built("django").record
     _, errors = _load(
