@@ -168,7 +168,11 @@ class ModelConfig(Section):
     seed: int = 0
     """Base seed; rollout i of a task gets a seed derived from this, the task and i."""
     threads: int = Field(default=2, ge=1)
-    """CPU threads for a local server."""
+    """CPU threads for a local llama.cpp server."""
+    vllm_cpu_threads: int = Field(default=0, ge=0)
+    """OpenMP threads of vLLM's CPU build (server or engine actors); ignored on GPUs. 0: vLLM's own binding of one
+    thread per core on machines with more than 4 cores, one unbound thread on 4 or fewer, where the sandboxes share
+    the cores and bound threads stall each other (docs/models.md). N: N unbound threads."""
     ctx: int = Field(default=8192, ge=1)
     """Context length for a local server."""
     engines: int = Field(default=1, ge=1)

@@ -17,7 +17,7 @@ from typing import Any
 from agentbon.config import ModelConfig
 from agentbon.errors import ConfigError, MissingExtra, ServerFailure
 from agentbon.models.router import NAMESPACE, EnginePool, RoutedModel, actor_names
-from agentbon.models.vllm_server import CPU_ENV, DEFAULT_HF_DIR, VENV_PYTHON
+from agentbon.models.vllm_server import CPU_ENV, DEFAULT_HF_DIR, VENV_PYTHON, cpu_env
 from agentbon.models.weights import models_dir
 from agentbon.protocols import ChatResponse
 
@@ -74,11 +74,12 @@ def start_pool(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: 
     if not config.path and not local:
         raise ConfigError(f"model.path: no model given and {model} does not exist (bash scripts/setup_vllm_cpu.sh)")
     python = engine_python(config)
-    env: dict[str, Any] = {"env_vars": {**CPU_ENV, **({"HF_HUB_OFFLINE": "1"} if local else {})}}
+    gpus = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
+    threads = CPU_ENV if gpus else cpu_env(config.vllm_cpu_threads)
+    env: dict[str, Any] = {"env_vars": {**threads, **({"HF_HUB_OFFLINE": "1"} if local else {})}}
     if python:
         check_python(python)
         env["py_executable"] = python
-    gpus = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
     name = f"agentbon-vllm-{uuid.uuid4().hex[:8]}"
     log(
         f"starting {config.engines} vLLM engine actor(s) for {model} ({'GPU' if gpus else 'CPU'}, {python or 'own python'})"

