@@ -23,8 +23,13 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 fi
 
 log "Python package (core + dev + local model server + critic + SWE-bench harness)"
-# torch is pinned to the CPU build; an unpinned torch would pull several GB of CUDA.
-$PY -m pip install -q --disable-pip-version-check 'torch==2.13.0'
+# The critic extra takes any recent torch. On a machine without a GPU the CPU build is chosen here, before it: a
+# plain index would pull a CUDA build (several GB). A CPU wheel pip already offers (a local one), else PyTorch's
+# CPU index. On a GPU host the extras bring the CUDA torch that vLLM needs (`pip install '.[gpu,critic]'`).
+if ! nvidia-smi -L >/dev/null 2>&1 && ! $PY -c 'import torch' 2>/dev/null; then
+  $PY -m pip install -q --disable-pip-version-check 'torch==2.13.0+cpu' 2>/dev/null \
+    || $PY -m pip install -q --disable-pip-version-check --index-url https://download.pytorch.org/whl/cpu 'torch==2.13.0'
+fi
 $PY -m pip install -q --disable-pip-version-check -e '.[dev,local,critic,swebench]'
 
 # After the package: the base image is built by `agentbon sandbox base`.

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Run agentbon's test suite on this machine, setting up whatever is missing first (Docker engine,
 # base image, package, local model), then ruff and mypy. Extra arguments go to pytest, e.g. `-m "not slow"`.
+# Beside the tests, pip's resolver checks that the gpu and critic extras install together at the newest vLLM
+# (scripts/check_extras.sh; AGENTBON_CHECK_EXTRAS=0 skips it, e.g. without a package index).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -8,4 +10,15 @@ export RAY_AUTH_MODE=disabled
 # Lint and types first: a finding fails the run like a failing test.
 python3 -m ruff check .
 python3 -m mypy agentbon
-exec python3 -m pytest -q "$@"
+extras=""
+if [ "${AGENTBON_CHECK_EXTRAS:-1}" != 0 ]; then
+  log=$(mktemp)
+  bash scripts/check_extras.sh >"$log" 2>&1 &
+  extras=$!
+fi
+rc=0
+python3 -m pytest -q "$@" || rc=$?
+if [ -n "$extras" ]; then
+  if wait "$extras"; then cat "$log"; else cat "$log"; echo "scripts/check_extras.sh failed" >&2; [ "$rc" != 0 ] || rc=1; fi
+fi
+exit "$rc"
