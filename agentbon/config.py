@@ -169,6 +169,10 @@ class ModelConfig(Section):
     """Base seed; rollout i of a task gets a seed derived from this, the task and i."""
     threads: int = Field(default=2, ge=1)
     """CPU threads for a local llama.cpp server."""
+    serve_host: str | None = None
+    """Where a server agentbon starts listens. None: this machine's loopback on a one-node Ray, and its address on
+    the cluster's network (Ray's node IP) when the cluster has more nodes, so that rollouts there reach it. A server
+    on any address but the loopback requires an API key (``api_key``, else a random one for the run)."""
     vllm_cpu_threads: int = Field(default=0, ge=0)
     """OpenMP threads of vLLM's CPU build (server or engine actors); ignored on GPUs. 0: vLLM's own binding of one
     thread per core on machines with more than 4 cores, one unbound thread on 4 or fewer, where the sandboxes share

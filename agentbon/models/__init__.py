@@ -14,7 +14,7 @@ from typing import Any
 from agentbon.config import ModelConfig
 from agentbon.errors import ConfigError
 from agentbon.models.openai_client import OpenAIClient
-from agentbon.models.server import LocalServer
+from agentbon.models.server import LOOPBACK, LocalServer
 
 __all__ = [
     "ENDPOINT_TOP_P",
@@ -81,18 +81,20 @@ def local_server(
     port: int | None = None,
     log_path: Path | None = None,
     log: Callable[[str], None] = lambda msg: None,
+    host: str = LOOPBACK,
+    api_key: str | None = None,
 ) -> LocalServer:
-    """The (not yet started) server ``config.launcher`` names."""
+    """The (not yet started) server ``config.launcher`` names, listening on ``host`` and requiring ``api_key``."""
     config = resolve_model(config)
     if config.launcher == "vllm-actors":
         raise ConfigError("model.launcher: vllm-actors starts Ray engine actors, not a server (use vllm for a server)")
     if config.launcher == "vllm":
         from agentbon.models.vllm_server import vllm_server
 
-        return vllm_server(config, port=port, log_path=log_path, log=log)
+        return vllm_server(config, port=port, log_path=log_path, log=log, host=host, api_key=api_key)
     from agentbon.models.llama_server import llama_cpp_server
 
-    return llama_cpp_server(config, port=port, log_path=log_path, log=log)
+    return llama_cpp_server(config, port=port, log_path=log_path, log=log, host=host, api_key=api_key)
 
 
 def make_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> Any:

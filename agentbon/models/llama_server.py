@@ -13,16 +13,20 @@ from pathlib import Path
 from agentbon.config import ModelConfig
 from agentbon.errors import ConfigError, MissingExtra
 from agentbon.models import weights
-from agentbon.models.server import LocalServer, free_port
+from agentbon.models.server import LOOPBACK, LocalServer, free_port
 
 
-def llama_cpp_command(model_path: str | Path, *, port: int, threads: int, ctx: int, alias: str) -> list[str]:
-    """The command line that serves ``model_path`` on 127.0.0.1:``port``."""
+def llama_cpp_command(
+    model_path: str | Path, *, port: int, threads: int, ctx: int, alias: str, host: str = LOOPBACK,
+    api_key: str | None = None,
+) -> list[str]:  # fmt: skip
+    """The command line that serves ``model_path`` on ``host``:``port`` (requiring ``api_key`` where given)."""
     return [
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(model_path),
         "--model_alias", alias,
-        "--host", "127.0.0.1",
+        "--host", host,
+        *(["--api_key", api_key] if api_key else []),
         "--port", str(port),
         "--n_threads", str(threads),
         "--n_ctx", str(ctx),
@@ -37,6 +41,8 @@ def llama_cpp_server(
     port: int | None = None,
     log_path: Path | None = None,
     log: Callable[[str], None] = lambda msg: None,
+    host: str = LOOPBACK,
+    api_key: str | None = None,
 ) -> LocalServer:
     """A (not yet started) llama.cpp server for ``config``: ``config.path`` or the embedded default weights."""
     if importlib.util.find_spec("llama_cpp") is None:
@@ -47,6 +53,10 @@ def llama_cpp_server(
             raise ConfigError(f"model.path: {model_path} is not a file (llama-cpp needs a GGUF file)")
     else:
         model_path = weights.fetch(log=log)
-    port = port or free_port()
-    command = llama_cpp_command(model_path, port=port, threads=config.threads, ctx=config.ctx, alias=config.name)
-    return LocalServer(command, port=port, name="llama-cpp", ready_timeout_s=120.0, log_path=log_path)
+    port = port or free_port(host)
+    command = llama_cpp_command(
+        model_path, port=port, threads=config.threads, ctx=config.ctx, alias=config.name, host=host, api_key=api_key
+    )
+    return LocalServer(
+        command, port=port, name="llama-cpp", ready_timeout_s=120.0, log_path=log_path, host=host, api_key=api_key
+    )

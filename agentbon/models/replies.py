@@ -13,7 +13,7 @@ from agentbon.types import Usage
 ErrorKind = Literal["dead", "context", "auth", "not_found", "parameter", "client", "retry"]
 
 # vLLM keeps its API process up after the engine core dies and answers every request with HTTP 500
-# naming one of these (models.md, "Known crash"); retrying the same server cannot help.
+# naming one of these (docs/models.md, "A known crash"); retrying the same server cannot help.
 _DEAD = re.compile(
     r"EngineDeadError|engine\s+(core\s+)?is\s+dead|EngineCore encountered an issue|"
     r"background loop (has )?errored|engine loop is not running|AsyncEngineDeadError",

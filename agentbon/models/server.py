@@ -22,11 +22,13 @@ import httpx
 
 from agentbon.errors import ServerFailure
 
+LOOPBACK = "127.0.0.1"
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port on ``host`` that nothing listens on right now."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
@@ -48,9 +50,10 @@ def _die_with_parent():  # type: ignore[no-untyped-def]
     return arm
 
 class LocalServer:
-    """Runs ``command`` (which must listen on 127.0.0.1:``port``) and waits until ``GET /v1/models`` answers.
+    """Runs ``command`` (which must listen on ``host``:``port``) and waits until ``GET /v1/models`` answers.
 
-    ``with LocalServer(...) as endpoint:`` yields the base URL (``http://127.0.0.1:PORT/v1``).
+    ``with LocalServer(...) as endpoint:`` yields the base URL (``http://HOST:PORT/v1``). ``api_key``: the key the
+    command was told to require (sent while waiting for it to answer).
     """
 
     def __init__(
@@ -62,14 +65,17 @@ class LocalServer:
         env: dict[str, str] | None = None,
         ready_timeout_s: float = 120.0,
         log_path: Path | None = None,
+        host: str = LOOPBACK,
+        api_key: str | None = None,
     ):
         self.command = list(command)
         self.port = port
+        self.host, self.api_key = host, api_key
         self.name = name
         self.env = env
         self.ready_timeout_s = ready_timeout_s
         self.log_path = log_path
-        self.endpoint = f"http://127.0.0.1:{port}/v1"
+        self.endpoint = f"http://{host}:{port}/v1"
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_s: float | None = None
         """Seconds from launch until the server answered."""
@@ -106,7 +112,8 @@ class LocalServer:
     def _wait_ready(self, launched: float) -> None:
         assert self.proc is not None
         deadline = launched + self.ready_timeout_s
-        with httpx.Client(timeout=2.0, trust_env=False) as http:
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        with httpx.Client(timeout=2.0, trust_env=False, headers=headers) as http:
             while True:
                 code = self.proc.poll()
                 if code is not None:

@@ -6,10 +6,21 @@ run (vLLM's ``/metrics`` counters before and after, or the engine actors' own to
 
 from __future__ import annotations
 
+import secrets
 import time
 from typing import Any
 
 from agentbon.config import ModelConfig
+from agentbon.models.server import LOOPBACK
+
+
+def listen_host(setting: str | None, nodes: int, node_ip: str) -> str:
+    """Where a server agentbon starts listens: ``model.serve_host`` where set, else the loopback on a one-node
+    cluster and this node's address on the cluster's network (``node_ip``) where it has more nodes, whose rollouts
+    must reach it (docs/models.md, "Servers on a cluster")."""
+    if setting:
+        return setting
+    return node_ip if nodes > 1 else LOOPBACK
 
 
 class ModelService:
@@ -39,9 +50,11 @@ class ModelService:
         else:
             from agentbon.models import local_server
 
-            self._server = local_server(config)
+            host = self.serve_host(config)
+            key = config.api_key or (None if host == LOOPBACK else secrets.token_urlsafe(24))
+            self._server = local_server(config, host=host, api_key=key)
             self._endpoint = self._server.start()
-            config = config.model_copy(update={"endpoint": self._endpoint})
+            config = config.model_copy(update={"endpoint": self._endpoint, "api_key": key})
         if not self.config.endpoint:
             self.started_s = round(time.monotonic() - t0, 2)
         if self._endpoint:
@@ -49,6 +62,18 @@ class ModelService:
 
             self._baseline = prefix_cache_stats(self._endpoint)
         return config
+
+    @staticmethod
+    def serve_host(config: ModelConfig) -> str:
+        """Where the server listens (``listen_host`` with what Ray knows of the cluster now)."""
+        if config.serve_host:
+            return config.serve_host
+        import ray
+
+        if not ray.is_initialized():
+            return LOOPBACK
+        nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+        return listen_host(None, nodes, str(ray.util.get_node_ip_address()))
 
     def start_pool(self, config: ModelConfig) -> Any:
         """The named ``EnginePool`` of ``vllm-actors`` (tests start fake engines here)."""

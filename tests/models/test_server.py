@@ -77,3 +77,28 @@ def test_server_that_never_answers_times_out_and_is_stopped():
     with pytest.raises(ServerFailure, match="did not answer .* within 1s"):
         server.start()
     assert server.proc is None
+
+
+# Answers GET /v1/models only with the key it was given, as a server started with --api-key does.
+KEYED = r"""
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.headers.get("Authorization") == "Bearer " + sys.argv[2]
+        self.send_response(200 if ok else 401); self.end_headers(); self.wfile.write(b'{"data": []}')
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_a_server_that_requires_a_key_is_asked_with_it():
+    port = free_port()
+    keyed = LocalServer([sys.executable, "-c", KEYED, str(port), "s3cret"], port=port, api_key="s3cret",
+                        ready_timeout_s=30)  # fmt: skip
+    with keyed as endpoint:
+        assert endpoint == f"http://127.0.0.1:{port}/v1"
+    # Without the key the same server never counts as ready: the check above can fail.
+    port = free_port()
+    unkeyed = LocalServer([sys.executable, "-c", KEYED, str(port), "s3cret"], port=port, ready_timeout_s=2)
+    with pytest.raises(ServerFailure, match="did not answer"):
+        unkeyed.start()

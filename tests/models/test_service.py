@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from agentbon.config import ModelConfig
-from agentbon.models.service import ModelService
+from agentbon.models.llama_server import llama_cpp_command
+from agentbon.models.server import LOOPBACK
+from agentbon.models.service import ModelService, listen_host
+from agentbon.models.vllm_server import vllm_command
 from tests.models.fake_openai import FakeOpenAIServer
 
 
@@ -38,3 +41,19 @@ def test_an_endpoint_without_metrics_has_no_figures():
         service = ModelService(ModelConfig(endpoint=server.url))
         service.start()
         assert service.stats() == {}
+
+
+def test_a_server_listens_where_the_cluster_reaches_it():
+    assert listen_host(None, 1, "10.1.2.3") == LOOPBACK  # one node: nothing else needs to reach it
+    assert listen_host(None, 3, "10.1.2.3") == "10.1.2.3"  # rollouts on the other nodes must
+    assert listen_host("0.0.0.0", 1, "10.1.2.3") == "0.0.0.0"  # model.serve_host decides where set
+    config = ModelConfig(serve_host="10.9.9.9")
+    assert ModelService.serve_host(config) == "10.9.9.9"
+
+
+def test_a_server_off_the_loopback_is_told_to_require_a_key():
+    llama = llama_cpp_command("/m.gguf", port=9, threads=1, ctx=64, alias="q", host="10.1.2.3", api_key="k1")
+    assert llama[llama.index("--host") + 1] == "10.1.2.3" and llama[llama.index("--api_key") + 1] == "k1"
+    vllm = vllm_command("/py", "/m", port=9, name="q", ctx=64, host="10.1.2.3", api_key="k2")
+    assert vllm[vllm.index("--host") + 1] == "10.1.2.3" and vllm[vllm.index("--api-key") + 1] == "k2"
+    assert "--api-key" not in vllm_command("/py", "/m", port=9, name="q", ctx=64)  # the loopback: no key
