@@ -88,13 +88,8 @@ def rank(
         Ranked(rollout_id=candidates[i].rollout.rollout_id, score=float(scores[i]), reason=reasons[i]) for i in order
     ]
     top = order[0]
-    if scores[top] <= INVALID_SCORE:
-        flagged = sorted(
-            {k for r in ranked if r.reason.startswith(FLAGGED) for k in r.reason[len(FLAGGED) :].split(", ")}
-        )
+    if scores[top] <= INVALID_SCORE:  # the selectors name the flags where flags kept every candidate out
         why = "no valid candidate (empty patches or infra errors)"
-        if flagged:
-            why = f"no candidate without a flag (flagged: {', '.join(flagged)}; see select.allow_flags)"
         return Selection(
             run_id=run_id, task_id=task.task_id, selector=name, winner=None, ranked=ranked, reason=why, oracle=oracle
         )

@@ -57,7 +57,10 @@ class _Base:
         selection = self._select(task, candidates, allowed=set(flagged) if fallback else set())
         kinds = sorted({k for ks in flagged.values() for k in ks})
         if not fallback:
-            if flagged and selection.winner is not None:
+            if flagged and selection.winner is None:
+                why = f"no candidate without a flag (flagged: {', '.join(kinds)}; see select.allow_flags)"
+                return selection.model_copy(update={"reason": why})
+            if flagged:
                 left = f"; {len(flagged)} flagged candidate{'s' * (len(flagged) > 1)} left out ({', '.join(kinds)})"
                 return selection.model_copy(update={"reason": selection.reason + left})
             return selection
