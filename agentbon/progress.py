@@ -35,6 +35,8 @@ class ProgressState:
         self.running: dict[str, set[str]] = {"rollout": set(), "verify": set()}
         self.passed: set[str] = set()
         self.graded: set[str] = set()
+        self.flagged: dict[str, set[str]] = {}
+        """Rollouts per flag kind their verdicts carry (docs/security.md, "Flags")."""
         self.not_run = 0
         self.saved_s = 0.0
         self.interrupted = False
@@ -54,6 +56,8 @@ class ProgressState:
                 self.verify_total += 1
         elif kind == "verdict" and data["verdict"].role == "grade":
             v = data["verdict"]
+            for flag in v.flag_kinds:
+                self.flagged.setdefault(flag, set()).add(v.rollout_id)
             self.running["verify"].discard(v.rollout_id)
             self.verified += 1
             self.graded.add(v.task_id)
@@ -94,6 +98,10 @@ class ProgressState:
             f"candidates verified {self.verified} · coverage {cov} · tokens/s {self.tokens_per_s:.0f} · "
             f"infra errors {self.infra_errors}"
         )
+        if self.flagged:
+            rollouts = set().union(*self.flagged.values())
+            kinds = ", ".join(f"{k} {len(ids)}" for k, ids in sorted(self.flagged.items()))
+            line += f" · flagged {len(rollouts)} ({kinds})"
         if self.not_run:
             line += f" · early stop: {self.not_run} rollouts not run (~{self.saved_s:.0f} sandbox-s saved)"
         return line
@@ -158,7 +166,8 @@ class PlainDisplay:
                       f"[{s.rollouts_done}/{s.planned}]")
         elif kind == "verdict":
             v = data["verdict"]
-            self._say(f"verdict {v.rollout_id} {v.role}: {v.status} {v.reason}".rstrip())
+            flags = f" [flagged: {', '.join(v.flag_kinds)}]" if v.flag_kinds else ""
+            self._say(f"verdict {v.rollout_id} {v.role}: {v.status}{flags} {v.reason}".rstrip())
         elif kind == "infra":
             self._say(f"infra error on {data['unit']} {data.get('rollout_id') or ''}: {data['error']}: {data['message']}")
         elif kind == "early_stop":

@@ -128,7 +128,24 @@ def test_live_display_renders_bars_and_status() -> None:
     console.print(display.render())
     text = console.export_text()
     assert "agentbon run-x" in text and "rollouts" in text and "1/2" in text and "verification" in text
-    assert "sandboxes running 0" in text and "infra errors 0" in text
+    assert "sandboxes running 0" in text and "infra errors 0" in text and "flagged" not in text
+
+
+def test_progress_counts_flagged_candidates_as_they_are_graded() -> None:
+    import io
+
+    from agentbon.types import Flag
+
+    out = io.StringIO()
+    display = PlainDisplay(ProgressState("r"), out=out, every_s=0)
+    display("plan", tasks=1, n=3, planned=3, finished=0, verify=0, skipped=0)
+    forged = [Flag(kind="forged", detail="a canary passed that must fail"), Flag(kind="binary", detail="blob")]
+    for i, flags in enumerate([forged, [Flag(kind="binary", detail="blob")], []]):
+        display("verdict", verdict=Verdict(run_id="r", task_id="m", rollout_id=f"m/{i}", role="grade",
+                                           status="fail", flags=flags))  # fmt: skip
+    assert display.state.status_line().endswith("flagged 2 (binary 2, forged 1)")
+    assert "verdict m/0 grade: fail [flagged: binary, forged]" in out.getvalue()
+    assert "verdict m/2 grade: fail" in out.getvalue() and "m/2 grade: fail [" not in out.getvalue()
 
 
 def test_resuming_with_other_sampling_settings_is_refused(tmp_path) -> None:
