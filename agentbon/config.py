@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from agentbon.errors import ConfigError
 from agentbon.types import FlagKind, PytestPlugin
@@ -136,9 +136,24 @@ class SandboxConfig(Section):
         return value
 
 
+def _check_url(value: str) -> None:
+    """Raise ``ValueError`` unless ``value`` looks like an http(s) base URL."""
+    if not re.match(r"https?://[^/\s]+", value):
+        raise ValueError(f"{value!r} is not an http(s) URL such as http://host:8000/v1")
+
+
+def _same_url(urls: list[str], url: str) -> int:
+    """How many of ``urls`` name ``url``, a trailing slash aside (the client strips it)."""
+    return sum(1 for u in urls if u.rstrip("/") == url.rstrip("/"))
+
+
 class ModelConfig(Section):
     endpoint: str | None = None
     """OpenAI-compatible base URL (``http://host:8000/v1``). None: agentbon starts the embedded default server."""
+    endpoints: list[str] = Field(default_factory=list)
+    """Several OpenAI-compatible base URLs serving the same model, instead of ``endpoint``: each task's rollouts go
+    to one of them (its prefix cache) unless that one has ``max_inflight`` requests in flight, then to the
+    least-loaded one (docs/models.md, "Several endpoints")."""
     name: str = Field(default="qwen2.5-coder-1.5b-instruct", min_length=1)
     """Model name sent to the endpoint."""
     launcher: Literal["auto", "llama-cpp", "vllm", "vllm-actors"] = "auto"
@@ -182,19 +197,41 @@ class ModelConfig(Section):
     engines: int = Field(default=1, ge=1)
     """``vllm-actors``: vLLM engine actors; each task's rollouts stay on one (its prefix cache)."""
     max_inflight: int = Field(default=64, ge=1)
-    """``vllm-actors``: requests one engine holds at once before a task's requests spill to another engine."""
+    """``vllm-actors`` and ``endpoints``: requests one engine or endpoint holds at once before a task's requests
+    spill to another one."""
     vllm_python: str | None = None
     """``vllm-actors``: interpreter of the engine actors (a venv with vllm, ray and agentbon). None: the venv of
     ``scripts/setup_vllm_cpu.sh`` where it exists, else the workers' own interpreter."""
     pool: str | None = None
-    """Set by the driver, not by hand: the name of the Ray engine pool (``vllm-actors``) serving this run."""
+    """Set by the driver, not by hand: the name of the Ray engine pool (``vllm-actors``) or of the router of
+    ``endpoints`` serving this run."""
 
     @field_validator("endpoint")
     @classmethod
     def _endpoint(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"https?://[^/\s]+", value):
-            raise ValueError(f"{value!r} is not an http(s) URL such as http://host:8000/v1")
+        if value is not None:
+            _check_url(value)
         return value
+
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoints(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        """Each an http(s) URL, none twice, and not together with ``endpoint`` (which one would be meant?)."""
+        if value and info.data.get("endpoint"):
+            raise ValueError(
+                "set either model.endpoint (one URL) or model.endpoints (several), not both; "
+                f"got endpoint {info.data['endpoint']!r} and endpoints {value!r}"
+            )
+        for url in value:
+            _check_url(url)
+        twice = sorted({url.rstrip("/") for url in value if _same_url(value, url) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} given more than once (each endpoint once)")
+        return value
+
+    def urls(self) -> list[str]:
+        """The endpoints given: ``endpoints``, else ``[endpoint]``, else none (agentbon serves the model)."""
+        return list(self.endpoints) or ([self.endpoint] if self.endpoint else [])
 
     def sampling(self) -> dict[str, Any]:
         """What every model call sends: temperature, max_tokens, and top_p and top_k where set."""
@@ -369,7 +406,7 @@ class RunConfig(Section):
         from agentbon.models import resolve_model
 
         model = resolve_model(self.model)
-        return 2 if model.endpoint is None and model.launcher == "llama-cpp" else 16
+        return 2 if not model.urls() and model.launcher == "llama-cpp" else 16
 
 
 def _parse_value(raw: str) -> Any:

@@ -33,13 +33,23 @@ def make_factories() -> Any:
     return Factories()
 
 
+def endpoint_fields(endpoints: list[str] | None) -> dict[str, Any]:
+    """``--endpoint`` given once sets ``model.endpoint``, as it always did; given several times, ``model.endpoints``.
+    Either way it replaces the other field a config file may set (the command line wins, as for every option)."""
+    if not endpoints:
+        return {}
+    if len(endpoints) == 1:
+        return {"endpoint": endpoints[0], "endpoints": []}
+    return {"endpoint": None, "endpoints": list(endpoints)}
+
+
 def run(
     suite: Annotated[Path, typer.Argument(help="Task suite: a folder of tasks, a task folder, JSONL, or SWE-bench JSON/JSONL.")],
     n: Annotated[int | None, typer.Option("-n", "--n", help="Rollouts per task.", rich_help_panel=_RUN)] = None,
     config_files: ConfigFiles = None,
     overrides: Overrides = None,
     endpoint: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible base URL; without it a local server is started.", rich_help_panel=_MODEL)
+        list[str] | None, typer.Option(help="OpenAI-compatible base URL; without it a local server is started. Repeat it for several servers of the model: each task's rollouts go to one (its prefix cache), spilling to the least-loaded at model.max_inflight.", rich_help_panel=_MODEL)
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model name sent to the endpoint.", rich_help_panel=_MODEL)] = None,
     launcher: Annotated[
@@ -67,7 +77,8 @@ def run(
     from agentbon.progress import make_display
 
     console = Console(stderr=False)
-    model_direct = {k: v for k, v in {"endpoint": endpoint, "name": model, "launcher": launcher}.items() if v is not None}
+    named = {k: v for k, v in {"name": model, "launcher": launcher}.items() if v is not None}
+    model_direct = {**named, **endpoint_fields(endpoint)}
     try:
         config = load_config(
             config_files, overrides, n=n, ray_address=ray_address, concurrency=concurrency,

@@ -45,7 +45,7 @@ def resolve_model(config: ModelConfig) -> ModelConfig:
     it, and vLLM's CPU build samples faster with it than with top-p)."""
     update: dict[str, Any] = {}
     untruncated = config.top_p is None and config.top_k is None
-    if config.endpoint:
+    if config.urls():
         if untruncated:
             update["top_p"] = ENDPOINT_TOP_P
     else:
@@ -100,12 +100,19 @@ def local_server(
 def make_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> Any:
     """A ``Model`` for ``config``: a client of ``config.endpoint``, else of a local server it starts and owns.
 
+    ``model.endpoints``: ``EndpointModels``, whose ``model_for(task_id)`` keeps a task's calls on one endpoint
+    through the run's router ``config.pool`` names (or a router of its own where none is named).
+
     ``vllm-actors``: the engine pool ``config.pool`` names, or one it starts and owns (``PoolModels``; its
     ``model_for(task_id)`` keeps a task's calls on one engine). Close the model to stop what it started.
     """
     config = resolve_model(config)
     if config.endpoint:
         return client_for(config, config.endpoint)
+    if config.endpoints:
+        from agentbon.models.endpoints import EndpointModels
+
+        return EndpointModels(config)
     if config.launcher == "vllm-actors":
         from agentbon.models.actors import PoolModels, start_pool
 
@@ -122,7 +129,7 @@ def make_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: 
 def serving(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> Iterator[ModelConfig]:
     """Yield ``config`` with ``endpoint`` set: as given, or a local server started now and stopped on exit."""
     config = resolve_model(config)
-    if config.endpoint or config.launcher == "vllm-actors":  # engine actors: make_model starts (and owns) them
+    if config.urls() or config.launcher == "vllm-actors":  # engine actors: make_model starts (and owns) them
         yield config
         return
     with local_server(config, log=log) as endpoint:

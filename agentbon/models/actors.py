@@ -10,16 +10,15 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agentbon.config import ModelConfig
 from agentbon.errors import ConfigError, MissingExtra, ServerFailure
-from agentbon.models.router import NAMESPACE, EnginePool, RoutedModel, actor_names
+from agentbon.models.router import NAMESPACE, EnginePool, RoutedModel, TaskRouted, actor_names
 from agentbon.models.vllm_server import CPU_ENV, DEFAULT_HF_DIR, VENV_PYTHON, cpu_env
 from agentbon.models.weights import models_dir
-from agentbon.protocols import ChatResponse
 
 
 def engine_python(config: ModelConfig) -> str | None:
@@ -90,7 +89,7 @@ def start_pool(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: 
     )  # fmt: skip
 
 
-class PoolModels:
+class PoolModels(TaskRouted):
     """The ``Model`` source of ``vllm-actors``: ``model_for(task_id)`` sends all of a task's rollouts to one engine.
 
     Built from the config alone (``model.pool`` names the pool) in any Ray worker, or owning a pool it was
@@ -118,16 +117,6 @@ class PoolModels:
             except ValueError as e:
                 raise ServerFailure(f"vLLM engine pool {self.config.pool!r} is not running: {e}") from e
         return RoutedModel(self.name, task_id, router, engines, defaults=self.defaults)
-
-    def chat(self, messages: Sequence[dict[str, Any]], *, seed: int | None = None, **sampling: Any) -> ChatResponse:
-        """One completion (routed as the task ``""``)."""
-        return self.model_for("").chat(messages, seed=seed, **sampling)
-
-    def chat_n(
-        self, messages: Sequence[dict[str, Any]], n: int, seeds: Sequence[int | None] | None = None, **sampling: Any
-    ) -> list[ChatResponse]:
-        """``n`` completions in one engine request."""
-        return self.model_for("").chat_n(messages, n, seeds, **sampling)
 
     def close(self) -> None:
         """Stop the pool this object owns (none when it attached by name)."""

@@ -16,13 +16,34 @@ from agentbon.models.vllm_engine import is_request_error, request_error
 from agentbon.protocols import ChatResponse
 
 
-class Router:
-    """In-flight counts per engine, a home engine per task, a cap per engine. Thread-safe (a threaded Ray actor)."""
+class TaskRouted:
+    """Base of the model sources that route by task (engine pool, several endpoints): ``model_for(task_id)`` gives a
+    Model bound to the task; used as a plain Model, every call is routed as the task ``""``."""
 
-    def __init__(self, engines: int, max_inflight: int):
+    def model_for(self, task_id: str) -> Any:
+        raise NotImplementedError
+
+    def chat(self, messages: Sequence[dict[str, Any]], *, seed: int | None = None, **sampling: Any) -> ChatResponse:
+        """One completion (routed as the task ``""``)."""
+        return self.model_for("").chat(messages, seed=seed, **sampling)  # type: ignore[no-any-return]
+
+    def chat_n(
+        self, messages: Sequence[dict[str, Any]], n: int, seeds: Sequence[int | None] | None = None, **sampling: Any
+    ) -> list[ChatResponse]:
+        """``n`` completions in one request to one engine or endpoint (routed as the task ``""``)."""
+        return self.model_for("").chat_n(messages, n, seeds, **sampling)  # type: ignore[no-any-return]
+
+
+class Router:
+    """In-flight counts per engine, a home engine per task, a cap per engine. Thread-safe (a threaded Ray actor).
+
+    ``kind`` names what is routed to in its errors (vLLM engines, or the endpoints of ``model.endpoints``).
+    """
+
+    def __init__(self, engines: int, max_inflight: int, kind: str = "vLLM engine"):
         if engines < 1 or max_inflight < 1:
             raise ValueError(f"Router needs engines >= 1 and max_inflight >= 1, got {engines}, {max_inflight}")
-        self.max_inflight = max_inflight
+        self.max_inflight, self.kind = max_inflight, kind
         self.load = [0] * engines
         self.dead: set[int] = set()
         self.home_hits = self.spills = 0
@@ -37,7 +58,7 @@ class Router:
         """The engine for the task's next request, or None when every live engine is at its cap."""
         live = [i for i in range(len(self.load)) if i not in self.dead]
         if not live:
-            raise ServerFailure(f"all {len(self.load)} vLLM engines are dead")
+            raise ServerFailure(f"all {len(self.load)} {self.kind}s are dead")
         home = self.home(task_id)
         if home not in self.dead and self.load[home] < self.max_inflight:
             return home
@@ -51,7 +72,7 @@ class Router:
             while (i := self.pick(task_id)) is None:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    raise ServerFailure(f"no vLLM engine had a free slot within {timeout_s:g}s (loads {self.load})")
+                    raise ServerFailure(f"no {self.kind} had a free slot within {timeout_s:g}s (loads {self.load})")
                 self._cond.wait(remaining)
             self.load[i] += 1
             if i == self.home(task_id):

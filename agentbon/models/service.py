@@ -1,4 +1,5 @@
-"""The run's model service on the driver: the configured endpoint, a local server, or a pool of engine actors.
+"""The run's model service on the driver: the configured endpoint (or endpoints, with their router), a local
+server, or a pool of engine actors.
 
 It also measures the serving side for the run record: start time and the prefix cache's hit rate over the
 run (vLLM's ``/metrics`` counters before and after, or the engine actors' own token counts).
@@ -30,13 +31,17 @@ class ModelService:
         self.config = config
         self._server: Any = None
         self._pool: Any = None
+        self._endpoints: Any = None
+        """``model.endpoints``: their ``EndpointSet`` (the router actor the rollouts share)."""
         self._endpoint: str | None = None
         self._baseline: dict[str, float] = {}
         self.started_s: float | None = None
         """Seconds until the server or engines answered (None for a given endpoint)."""
 
     def start(self) -> ModelConfig:
-        """Make sure the model serves; return the model config with ``endpoint`` (or ``pool``) set."""
+        """Make sure the model serves; return the model config with ``endpoint`` (or ``pool``) set.
+
+        Several endpoints: ``pool`` names the router actor that workers route each task's calls through."""
         t0 = time.monotonic()
         from agentbon.models import resolve_model
 
@@ -44,6 +49,9 @@ class ModelService:
         config = self.config
         if config.endpoint:
             self._endpoint = config.endpoint
+        elif config.endpoints:
+            self._endpoints = self.start_endpoints(config)
+            config = config.model_copy(update={"pool": self._endpoints.name})
         elif config.launcher == "vllm-actors":
             self._pool = self.start_pool(config)
             config = config.model_copy(update={"pool": self._pool.actor_name})
@@ -55,7 +63,7 @@ class ModelService:
             self._server = local_server(config, host=host, api_key=key)
             self._endpoint = self._server.start()
             config = config.model_copy(update={"endpoint": self._endpoint, "api_key": key})
-        if not self.config.endpoint:
+        if not self.config.urls():
             self.started_s = round(time.monotonic() - t0, 2)
         if self._endpoint:
             from agentbon.models.vllm_server import prefix_cache_stats
@@ -75,6 +83,13 @@ class ModelService:
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
         return listen_host(None, nodes, str(ray.util.get_node_ip_address()))
 
+    @staticmethod
+    def start_endpoints(config: ModelConfig) -> Any:
+        """The ``EndpointSet`` of ``model.endpoints``: their named router actor, started on the Ray cluster."""
+        from agentbon.models.endpoints import EndpointSet
+
+        return EndpointSet(config)
+
     def start_pool(self, config: ModelConfig) -> Any:
         """The named ``EnginePool`` of ``vllm-actors`` (tests start fake engines here)."""
         from agentbon.models.actors import start_pool
@@ -82,31 +97,33 @@ class ModelService:
         return start_pool(config)
 
     def restart(self) -> None:
-        """Restart a server this run started (same port, so workers' clients keep working); replace dead engines."""
+        """Restart a server this run started (same port, so workers' clients keep working); replace dead engines;
+        put endpoints taken out as dead back into the rotation where they answer again."""
         if self._server is not None:
             self._server.stop()
             self._server.start()
         if self._pool is not None:
             self._pool.revive()
+        if self._endpoints is not None:
+            self._endpoints.revive()
 
     def stats(self) -> dict[str, Any]:
         """The serving figures of this run so far; empty where nothing is known (no ``/metrics``, no engines)."""
-        out: dict[str, Any] = {"launcher": None if self.config.endpoint else self.config.launcher}
+        out: dict[str, Any] = {"launcher": None if self.config.urls() else self.config.launcher}
         if self.started_s is not None:
             out["start_s"] = self.started_s
         if self._pool is not None:
             from agentbon.models.actors import pool_cache_stats
 
             return {**out, **pool_cache_stats(self._pool.stats())}
+        if self._endpoints is not None:
+            return {**out, **self._endpoints.stats()}
         if self._endpoint:
-            from agentbon.models.vllm_server import prefix_cache_stats
+            from agentbon.models.vllm_server import cache_share, prefix_cache_stats
 
-            now = prefix_cache_stats(self._endpoint)
-            if {"queries", "hits"} <= now.keys():
-                # Counters restart with a restarted server: then the run's share is what the new one counted.
-                base = self._baseline if now["queries"] >= self._baseline.get("queries", 0) else {}
-                queries = now["queries"] - base.get("queries", 0)
-                hits = now["hits"] - base.get("hits", 0)
+            share = cache_share(self._baseline, prefix_cache_stats(self._endpoint))
+            if share is not None:
+                queries, hits = share
                 return {
                     **out, "source": "metrics", "prefix_cache_queries": int(queries), "prefix_cache_hits": int(hits),
                     "prefix_cache_hit_rate": round(hits / queries, 6) if queries else None,
@@ -121,3 +138,6 @@ class ModelService:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+        if self._endpoints is not None:
+            self._endpoints.close()
+            self._endpoints = None

@@ -151,3 +151,14 @@ def prefix_cache_stats(endpoint: str, timeout_s: float = 5.0) -> dict[str, float
         if values:
             stats[key] = sum(float(v) for v in values)
     return stats
+
+
+def cache_share(base: dict[str, float], now: dict[str, float]) -> tuple[float, float] | None:
+    """The prefix-cache ``(queries, hits)`` a server counted since ``base`` (both from ``prefix_cache_stats``);
+    None where it exports no counters. Counters restart with a restarted server: then the run's share is what
+    the new one counted."""
+    if not {"queries", "hits"} <= now.keys():
+        return None
+    if now["queries"] < base.get("queries", 0):
+        base = {}
+    return now["queries"] - base.get("queries", 0), now["hits"] - base.get("hits", 0)

@@ -64,18 +64,25 @@ def check_resumable(store: RunStore, config: RunConfig) -> None:
 
 
 def endpoint_warning(config: RunConfig) -> str | None:
-    """A warning when rollouts on other machines could not reach a loopback model endpoint."""
+    """A warning when rollouts on other machines could not reach a loopback model endpoint (any of several)."""
     from urllib.parse import urlparse
 
     from agentbon.orchestrate.cluster import alive_nodes
 
-    host = urlparse(config.model.endpoint or "").hostname or ""
-    if host in ("127.0.0.1", "localhost", "::1") and len(alive_nodes()) > 1:
+    loopback = [url for url in config.model.urls() if urlparse(url).hostname in ("127.0.0.1", "localhost", "::1")]
+    nodes = len(alive_nodes()) if loopback else 0
+    if nodes < 2:
+        return None
+    if not config.model.endpoints:
         return (
-            f"model endpoint {config.model.endpoint} is on this machine's loopback, but the cluster has "
-            f"{len(alive_nodes())} nodes: rollouts elsewhere cannot reach it (give --endpoint a reachable address)"
+            f"model endpoint {loopback[0]} is on this machine's loopback, but the cluster has "
+            f"{nodes} nodes: rollouts elsewhere cannot reach it (give --endpoint a reachable address)"
         )
-    return None
+    return (
+        f"model endpoint(s) {', '.join(loopback)} of {len(config.model.endpoints)} are on this machine's loopback, but "
+        f"the cluster has {nodes} nodes: rollouts elsewhere cannot reach them, and the tasks routed "
+        "there fail (give each --endpoint an address the other nodes reach)"
+    )
 
 
 TASK_FIELDS = (

@@ -94,7 +94,7 @@ def shares_cpu_with_server(config: RunConfig) -> bool:
     from agentbon.models import resolve_model
 
     model = resolve_model(config.model)
-    return bool(config.ray_niceness) and model.endpoint is None and model.launcher in ("llama-cpp", "vllm")
+    return bool(config.ray_niceness) and not model.urls() and model.launcher in ("llama-cpp", "vllm")
 
 
 def descendants(root: int) -> set[int]:

@@ -53,7 +53,7 @@ def default_selector(name: str, config: RunConfig, store: RunStore | None = None
     """A selector by name (``tests-then-critic``, ``oracle``, ...); an LLM-judge critic talks to the run's endpoint."""
     from agentbon.select import make_selector
 
-    served = config.model.endpoint or config.model.pool
+    served = config.model.urls() or config.model.pool
     model = default_model(config.model) if config.select.critic == "judge" and served else None
     return make_selector(name, config.select, model=model, store=store, seed=config.model.seed)
 

@@ -18,7 +18,7 @@ VLLM_FIX = "bash scripts/setup_vllm_cpu.sh (CPU) or pip install 'agentbon[gpu]',
 
 def check_extras(ctx: Context) -> list[Problem]:
     """What the launcher agentbon starts needs: llama_cpp and a GGUF, or a vLLM interpreter and a model for it."""
-    if ctx.config.model.endpoint or not ctx.real("server"):
+    if ctx.config.model.urls() or not ctx.real("server"):
         return []
     from agentbon.models import resolve_model
 
@@ -144,29 +144,45 @@ def check_harness(ctx: Context) -> list[Problem]:
 
 
 def check_endpoint(ctx: Context) -> list[Problem]:
-    """A given ``model.endpoint`` answers and serves ``model.name`` (only where the real client talks to it)."""
-    from agentbon.models.probe import check_endpoint as probe
+    """Each given endpoint (``model.endpoint``, or every one of ``model.endpoints``, probed at once) answers and
+    serves ``model.name`` (only where the real client talks to them); a problem names the URL it is about."""
+    from concurrent.futures import ThreadPoolExecutor
 
     model = ctx.config.model
-    if not model.endpoint or not ctx.real("model") or not ctx.real("server"):
+    urls = model.urls()
+    if not urls or not ctx.real("model") or not ctx.real("server"):
         return []
+    with ThreadPoolExecutor(max_workers=min(8, len(urls))) as pool:
+        found = list(pool.map(lambda url: _endpoint_problems(url, model), urls))
+    return [problem for problems in found for problem in problems]
+
+
+def _endpoint_problems(url: str, model: ModelConfig) -> list[Problem]:
+    """The problems of one endpoint: none, a misconfiguration (name, key, path), or no answer."""
+    from agentbon.models.probe import check_endpoint as probe
+
+    field = "model.endpoints" if model.endpoints else "model.endpoint"
     try:
-        probe(model.endpoint, model.name, model.api_key, ENDPOINT_TIMEOUT_S)
+        probe(url, model.name, model.api_key, ENDPOINT_TIMEOUT_S)
     except EndpointMisconfigured as e:
         return [
             Problem(
                 check="endpoint",
-                cause=str(e),
-                fix="-c model.name=<a model it serves>, or fix model.endpoint / model.api_key",
+                cause=_naming(url, str(e)),
+                fix=f"-c model.name=<a model it serves>, or fix {field} / model.api_key",
             )
         ]
     except (InfraError, OSError) as e:  # ServerFailure (refused, no answer, HTTP 5xx), a timeout
-        return [
-            Problem(
-                check="endpoint",
-                cause=f"{e} (model.endpoint does not answer)",
-                fix="start the server there (e.g. agentbon model serve), fix -c model.endpoint=..., or leave "
-                "model.endpoint unset and agentbon starts its own",
-            )
-        ]
+        fix = (
+            f"start the server at {url}, or leave it out of model.endpoints (give --endpoint once per server)"
+            if model.endpoints
+            else "start the server there (e.g. agentbon model serve), fix -c model.endpoint=..., or leave "
+            "model.endpoint unset and agentbon starts its own"
+        )
+        return [Problem(check="endpoint", cause=_naming(url, f"{e} ({field} does not answer)"), fix=fix)]
     return []
+
+
+def _naming(url: str, cause: str) -> str:
+    """``cause``, led by the endpoint's URL where it does not name it already."""
+    return cause if url in cause else f"model endpoint {url}: {cause}"

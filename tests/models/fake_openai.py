@@ -20,6 +20,8 @@ class Reply:
     """A dict is sent as JSON; a str is sent as is; None builds a normal completion."""
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    gate: threading.Event | None = None
+    """Hold the reply until the test sets this event (a slow request, released when the test says so)."""
     drop: bool = False
     """Close the connection without answering (a reset mid-request)."""
     die: bool = False
@@ -90,6 +92,8 @@ class FakeOpenAIServer:
                     outer.requests.append(body)
                 reply = outer.script(index, body)
                 time.sleep(reply.delay_s)
+                if reply.gate is not None:
+                    reply.gate.wait(timeout=60)  # bounded: a failing test must not hang the server thread forever
                 if reply.die:
                     threading.Thread(target=outer.stop, daemon=True).start()
                 if reply.drop or reply.die:

@@ -75,6 +75,29 @@ def test_an_endpoint_where_nothing_listens_fails_preflight_and_records_nothing(t
     assert not (tmp_path / "runs").exists()
 
 
+def test_endpoint_given_twice_sets_endpoints_and_each_is_probed(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, ["a"])
+    first, second = (f"http://127.0.0.1:{free_port()}/v1" for _ in range(2))
+    result = CliRunner().invoke(app, ["run", str(suite), "--run-dir", str(tmp_path / "runs"), "--model", "m",
+                                      "--endpoint", first, "--endpoint", second])
+    assert result.exit_code == 2, result.output
+    assert "preflight failed" in result.output and first in result.output and second in result.output
+    assert "model.endpoints does not answer" in result.output  # the two URLs became model.endpoints
+    assert not (tmp_path / "runs").exists()
+
+
+def test_endpoint_given_once_is_model_endpoint_and_replaces_a_configured_list(tmp_path: Path) -> None:
+    from agentbon.cli.run import endpoint_fields
+    from agentbon.config import load_config
+
+    listed = ["model.endpoints=[http://a:1/v1, http://b:1/v1]"]  # as -c gives them
+    one = load_config(overrides=listed, model=endpoint_fields(["http://c:1/v1"])).model
+    assert one.endpoint == "http://c:1/v1" and one.endpoints == []
+    two = load_config(overrides=["model.endpoint=http://a:1/v1"], model=endpoint_fields(["http://c:1/v1", "http://d:1/v1"]))
+    assert two.model.endpoints == ["http://c:1/v1", "http://d:1/v1"] and two.model.endpoint is None
+    assert endpoint_fields(None) == {}
+
+
 @pytest.mark.ray
 @pytest.mark.usefixtures("ray_session")
 def test_infra_errors_left_exit_3_and_say_how_many_of_what_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

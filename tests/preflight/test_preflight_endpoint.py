@@ -42,3 +42,20 @@ def test_a_refused_api_key_is_a_problem():
 def test_a_fake_model_needs_no_endpoint(closed_port):
     fake = Factories(model=planned_model)
     assert check_endpoint(Context(_config(f"http://127.0.0.1:{closed_port}/v1"), [], fake)) == []
+
+
+def test_each_of_several_endpoints_is_probed_and_a_problem_names_its_url(model_server, closed_port):
+    down = f"http://127.0.0.1:{closed_port}/v1"
+    config = RunConfig(model={"endpoints": [model_server.endpoint, down], "name": "served-model"})
+    [problem] = check_endpoint(Context(config, []))
+    assert problem.fatal and problem.check == "endpoint"
+    assert down in problem.cause and model_server.endpoint not in problem.cause
+    assert "model.endpoints does not answer" in problem.cause and down in problem.fix
+
+
+def test_a_wrong_model_name_on_several_endpoints_is_one_problem_each(model_server):
+    with ModelServer(["served-model"]) as other:
+        config = RunConfig(model={"endpoints": [model_server.endpoint, other.endpoint], "name": "qwen-typo"})
+        problems = check_endpoint(Context(config, []))
+    assert [other.endpoint in p.cause for p in problems] == [False, True]
+    assert model_server.endpoint in problems[0].cause and all("model.endpoints" in p.fix for p in problems)
