@@ -169,7 +169,8 @@ def planned_model(config: Any, table: dict[str, str] | None = None, default: str
 class FakeAgent:
     """One model call, whose reply is written to ``answer.txt``; directives in the reply drive the test.
 
-    ``sleep:<s>`` runs ``sleep`` in the sandbox; ``hang`` loops in Python forever (no sandbox command);
+    ``sleep:<s>`` runs ``sleep`` in the sandbox; ``hold:<path>`` waits until the file ``path`` exists (a gate the
+    test opens once what it waits for happened); ``hang`` loops in Python forever (no sandbox command);
     ``block`` sleeps an hour inside one C call (only killing the process stops it); ``crash`` kills the
     worker process (a Ray worker dying), ``crash-once`` only on the first attempt; ``server-down`` raises
     ``ServerFailure``; ``raise`` fails like a broken agent would; ``docker-api-error`` raises the Docker SDK's
@@ -192,6 +193,9 @@ class FakeAgent:
         for word in reply.content.split():
             if word.startswith("sleep:"):
                 sandbox.exec(f"sleep {float(word[6:])}", timeout=3600)
+            elif word.startswith("hold:"):
+                while not os.path.exists(word[5:]):
+                    time.sleep(0.05)
             elif word == "hang":
                 while True:
                     time.sleep(0.05)

@@ -1,8 +1,9 @@
 """A two-node Ray cluster on this machine; the worker node is killed mid-run (for test_multi_node.py).
 
-Usage: python two_node.py ROOT. The head and a worker node each declare 2 sandbox slots; once four
-sandboxes are live (so the worker node runs two rollouts) the worker node is removed without grace.
-Prints one JSON line: the worker's node id and the run's infra events.
+Usage: python two_node.py ROOT. The head and a worker node each declare 2 sandbox slots. Every rollout holds
+until a gate file exists, so that four sandboxes are live at once whatever the machine's load (two on each
+node); then the worker node is removed without grace and the gate opened. Prints one JSON line: the worker's
+node id and the run's infra events.
 """
 
 from __future__ import annotations
@@ -33,19 +34,22 @@ def main() -> None:
     cluster.wait_for_nodes()
     killed: dict[str, float] = {}
 
+    gate = root / "gate"
+
     def kill_worker_mid_run() -> None:
         backend = FakeBackend(root=root / "sandboxes")
-        deadline = time.time() + 300
+        deadline = time.time() + 500  # a bound, not a timing: the held rollouts get there on any machine
         while len(backend.live()) < 4 and time.time() < deadline:
             time.sleep(0.1)
-        time.sleep(0.5)
-        cluster.remove_node(worker, allow_graceful=False)
-        killed["at"] = time.time()
+        if len(backend.live()) >= 4:
+            cluster.remove_node(worker, allow_graceful=False)
+            killed["at"] = time.time()
+        gate.touch()
 
     threading.Thread(target=kill_worker_mid_run, daemon=True).start()
     tasks = make_tasks(root, ["a", "b", "c"])
     cfg = config(root, n=4, run_id="r", ray_address=cluster.address)
-    result = run_batch(tasks, cfg, factories=fakes(root, {"b/1": "FIX sleep:3"}, default="nope sleep:3"))
+    result = run_batch(tasks, cfg, factories=fakes(root, {"b/1": f"FIX hold:{gate}"}, default=f"nope hold:{gate}"))
     store = RunStore(result.path)
     print(json.dumps({
         "worker": worker.node_id, "killed": "at" in killed, "interrupted": result.interrupted,
