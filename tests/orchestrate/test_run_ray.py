@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -124,13 +123,13 @@ def test_server_failure_restarts_the_server_then_retries(tmp_path: Path) -> None
 
 def test_deadline_stops_a_rollout_that_loops_in_python(tmp_path: Path) -> None:
     tasks = make_tasks(tmp_path, ["a"])
-    t0 = time.time()
     result = run_batch(
         tasks, config(tmp_path, "infra_retries=0", "deadline_s=2", n=2, run_id="r"), factories=fakes(tmp_path, {"a/0": "hang"})
     )
     r = RunStore(result.path).rollouts()["a/0"]
+    # "hang" never ends by itself: the run finishing at all is the deadline's doing, on a machine of any load
+    # (a bound on its wall time failed on a loaded machine: 66 s for the run).
     assert (r.status, r.exit_status) == ("infra_error", "RolloutDeadline")
-    assert r.timings.wall_s < 10 and time.time() - t0 < 60
     assert live(tmp_path) == []
 
 
@@ -145,8 +144,8 @@ def test_deadline_kills_a_rollout_blocked_in_c(tmp_path: Path, monkeypatch: pyte
     store = RunStore(result.path)
     r = store.rollouts()["a/0"]
     assert (r.status, r.exit_status) == ("infra_error", "RolloutDeadline")
-    assert r.timings.wall_s < 30
-    assert live(tmp_path) == []  # the killed tmp_pather's sandbox was reaped
+    assert r.timings.wall_s < 600  # killed, not woken: "block" sleeps an hour in one C call
+    assert live(tmp_path) == []  # the killed worker's sandbox was reaped
 
 
 def test_early_stop_cancels_a_migration_tasks_other_rollouts(tmp_path: Path) -> None:
