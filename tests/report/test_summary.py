@@ -53,6 +53,7 @@ def test_infra_errors_and_ungraded_rollouts_leave_n(summary):
         "graded": 14,
         "empty_patch": 1,
         "left_out": 6,
+        "isolation": {"docker": 15},  # finished rollouts (not the 5 infra errors), all in hardened sandboxes
     }
 
 
