@@ -15,11 +15,14 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from agentbon.errors import TaskError
+from agentbon.taskcheck import RECORD
 from agentbon.types import Environment, RepoSource, Task, TestSet
 from agentbon.verify.evalscript import without_test_patch
 from agentbon.verify.testpatch import not_before
@@ -30,6 +33,10 @@ WORKDIR = "/testbed"
 """Where the SWE-bench instance images keep the repository."""
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _METADATA_KEYS = ("version", "environment_setup_commit", "created_at")
+TASK_REPO_CONFIG = "sweb.yaml"
+"""The file that marks a swebench 5.x task repository (beside ``tasks/<instance_id>/``)."""
+TASK_REPO_KEY = "task_repo"
+"""``Task.metadata`` key: the task repository an instance was loaded from (its images are built from it)."""
 MIRROR_ENV = "AGENTBON_SWEBENCH_MIRROR"
 """Environment variable: where instances' repositories are cloned from instead of GitHub (see ``repo_url``)."""
 
@@ -183,3 +190,61 @@ def task_from_instance(record: dict[str, Any], source: str) -> Task:
         difficulty=difficulty if isinstance(difficulty, str) else None,
         metadata=metadata,
     )
+
+
+def is_task_repo(path: Path) -> bool:
+    """True for a swebench 5.x task repository: ``sweb.yaml`` beside a ``tasks/`` folder of instance folders."""
+    return (path / TASK_REPO_CONFIG).is_file() and (path / "tasks").is_dir()
+
+
+def task_repo_records(root: Path) -> Iterator[tuple[str, dict[str, Any] | TaskError]]:
+    """Each instance a swebench 5.x task repository publishes, as the harness reads it, or the error of one.
+
+    The harness's own reader and checks (``swebench.task``) decide: a task folder the checks turn down is an
+    error naming the folder and every problem found, and the other instances still load; a problem of the
+    repository itself (``sweb.yaml``) is one error. Instances in the ``deprecated`` split are skipped, as the
+    harness skips them when it publishes or builds. ``test_assets/`` (binary files the harness stages at eval
+    time) are not staged by agentbon, so an instance that has them is refused rather than graded without them.
+    """
+    try:
+        from swebench.task.checks import DEPRECATED_SPLIT, check_task_repo
+        from swebench.task.repo import ASSETS_SUBDIR, TASK_FILE, load_task, task_dirs
+    except ImportError:
+        source = str(root / TASK_REPO_CONFIG)
+        problem = "a SWE-bench task repository is read with the harness: pip install 'agentbon[swebench]' (swebench>=5)"
+        yield source, TaskError(source, RECORD, problem)
+        return
+    problems: dict[str, list[str]] = {}
+    for problem in check_task_repo(root):
+        if problem.severity == "error":
+            problems.setdefault(problem.where, []).append(problem.message)
+    repo_wide = {where: found for where, found in problems.items() if not where.startswith("tasks/")}
+    if repo_wide:
+        for where, found in repo_wide.items():
+            yield str(root / where), TaskError(str(root / where), RECORD, "; ".join(found))
+        return
+    for folder in task_dirs(root):
+        source = str(folder / TASK_FILE)
+        if f"tasks/{folder.name}" in problems:
+            yield source, TaskError(source, RECORD, "; ".join(problems[f"tasks/{folder.name}"]))
+            continue
+        try:
+            record = load_task(folder)
+        except (OSError, ValueError) as err:
+            yield source, TaskError(source, RECORD, f"cannot read: {err}")
+            continue
+        if record.get("split") == DEPRECATED_SPLIT:
+            continue
+        assets = folder / ASSETS_SUBDIR
+        if assets.is_dir() and any(assets.iterdir()):
+            problem = "has test_assets/, which the harness stages at eval time and agentbon does not: not graded"
+            yield source, TaskError(source, ASSETS_SUBDIR, problem)
+            continue
+        yield source, record
+
+
+def task_from_task_repo(record: dict[str, Any], source: str, root: Path) -> Task:
+    """``task_from_instance`` for an instance of a task repository, remembering the repository (image builds)."""
+    task = task_from_instance(record, source)
+    metadata = {**task.metadata, TASK_REPO_KEY: str(root.resolve())}
+    return task.model_copy(update={"metadata": metadata})

@@ -1,8 +1,8 @@
 """Task suites: load and validate tasks from task folders, JSONL records and SWE-bench instances (design.md §1).
 
 ``load_suite(path)`` accepts a directory of task folders, one task folder, one ``task.yaml``, a JSONL
-file of ``Task`` records, or SWE-bench instances (JSON list/object or JSONL, recognised by their
-keys). A malformed task becomes a ``TaskLoadError`` naming the file, the field and the problem and is
+file of ``Task`` records, SWE-bench instances (JSON list/object or JSONL, recognised by their
+keys), or a swebench 5.x task repository (``sweb.yaml`` and ``tasks/<instance_id>/``). A malformed task becomes a ``TaskLoadError`` naming the file, the field and the problem and is
 skipped; the others still load. Loading reads files only (no git), so it stays fast on big suites.
 """
 
@@ -18,7 +18,13 @@ import yaml
 from pydantic import ValidationError
 
 from agentbon.errors import TaskError
-from agentbon.swebench import is_swebench_instance, task_from_instance
+from agentbon.swebench import (
+    is_swebench_instance,
+    is_task_repo,
+    task_from_instance,
+    task_from_task_repo,
+    task_repo_records,
+)
 from agentbon.taskcheck import RECORD, Invalid, finish_task, pydantic_errors
 from agentbon.types import Task, TaskLoadError
 
@@ -76,6 +82,9 @@ def load_suite(path: str | Path) -> tuple[list[Task], list[TaskLoadError]]:
 def _records(path: Path) -> Iterator[tuple[str, Task | Invalid]]:
     """Each task (or its errors) found at ``path``, with its source."""
     if path.is_dir():
+        if is_task_repo(path):
+            yield from _from_task_repo(path)
+            return
         if (path / TASK_FILE).is_file():
             yield _guard(str(path / TASK_FILE), partial(_from_task_yaml, path / TASK_FILE))
             return
@@ -178,6 +187,19 @@ def _from_record(record: Any, source: str, base: Path) -> Task:
         raise TaskError(source, RECORD, f"must be a JSON object, got {type(record).__name__}")
     task = task_from_instance(record, source) if is_swebench_instance(record) else _validate(record, source)
     return finish_task(task, base, source)
+
+
+def _from_task_repo(root: Path) -> Iterator[tuple[str, Task | Invalid]]:
+    """The instances of a swebench 5.x task repository; a task folder its checks turn down is an error."""
+    for source, record in task_repo_records(root):
+        if isinstance(record, TaskError):
+            yield source, Invalid.one(record.source, record.field, record.problem)
+        else:
+            yield _guard(source, partial(_finish_instance, record, source, root))
+
+
+def _finish_instance(record: dict[str, Any], source: str, root: Path) -> Task:
+    return finish_task(task_from_task_repo(record, source, root), root, source)
 
 
 def _from_jsonl(file: Path) -> Iterator[tuple[str, Task | Invalid]]:

@@ -52,6 +52,14 @@ def base(
 def build(
     suite: Annotated[Path, typer.Argument(help="A task folder, a suite directory or a JSONL/SWE-bench file.")],
     task_id: Annotated[list[str] | None, typer.Option("--task", "-t", help="Only these task ids.")] = None,
+    task_repo: Annotated[
+        str | None,
+        typer.Option(
+            "--task-repo",
+            help="A swebench 5.x task repository (local path, owner/name or GitHub URL) whose Dockerfiles build the "
+            "SWE-bench instance images no registry has; a suite that is a task repository needs none.",
+        ),
+    ] = None,
 ) -> None:
     """Get every image the suite needs ready: in the engine, else pulled, else built; a summary of each."""
     from rich.console import Console
@@ -70,7 +78,7 @@ def build(
         raise _fail(e) from e
     console = Console()
     wanted = needs(tasks)
-    got = _get_all(Getter(client, suite), wanted, console)
+    got = _get_all(Getter(client, suite, task_repo=task_repo), wanted, console)
     _summary(got, console)
     if any(g.outcome == "missing" for g in got) or errors:
         raise typer.Exit(1)

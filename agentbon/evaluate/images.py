@@ -2,10 +2,18 @@
 
 For a prebuilt image (``environment.image``: SWE-bench instance images, a team's CI image), in order: the
 engine has it (``ready``); a registry answers and has it, so it is pulled (``pulled``); the task is a SWE-bench
-instance and the ``swebench`` package (4.x) is importable, so the harness's own image build makes it from the
-suite file (``built``); else ``missing``, with why and the command that gets it. A task without a prebuilt
-image gets agentbon's own task image, built on the base image from its environment recipe (``built``, or
-``ready`` when cached). ``run`` and ``eval`` check the same before they start (``preflight/images.py``).
+instance whose image recipe the harness can reach, so the harness's own image build makes it (``built``):
+
+- swebench 5.x builds from a task repository (``tasks/<id>/Dockerfile``): the suite itself when it is one, or
+  ``--task-repo`` (a local path, ``owner/name`` or a GitHub URL). Where ``docker buildx`` works, the harness's
+  ``swebench.image_builder.prepare_images`` runs as is; without buildx (Debian's docker.io has none) agentbon
+  builds the same image specs (the harness's Dockerfile, build context and name) with the engine's classic
+  builder;
+- swebench 4.x builds from the suite file (``swebench.harness.prepare_images --dataset_name``);
+
+else ``missing``, with why and the command that gets it. A task without a prebuilt image gets agentbon's own
+task image, built on the base image from its environment recipe (``built``, or ``ready`` when cached). ``run``
+and ``eval`` check the same before they start (``preflight/images.py``).
 """
 
 from __future__ import annotations
@@ -13,12 +21,14 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from agentbon.swebench import TASK_REPO_KEY
 from agentbon.types import Task
 
 Outcome = Literal["ready", "pulled", "built", "missing"]
@@ -76,6 +86,22 @@ def harness_build_command(suite: str | Path, ids: list[str]) -> list[str]:
     ]
 
 
+def harness5_build_command(task_repo: str, ids: list[str]) -> list[str]:
+    """The harness's own build of the instance images of ``ids`` from a task repository (swebench 5.x)."""
+    return [
+        sys.executable, "-m", HARNESS5_BUILD, "--task_repo", task_repo, "--instance_ids", *ids,
+        "--tag", "latest", "--max_workers", "4",
+    ]  # fmt: skip
+
+
+def buildx_works() -> bool:
+    """True where ``docker buildx`` (the builder swebench 5.x calls) answers here."""
+    try:
+        return subprocess.run(["docker", "buildx", "version"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def importable(module: str) -> bool:
     """True where ``module`` can be imported here (nothing is imported)."""
     try:
@@ -92,8 +118,10 @@ def harness_image(instance_id: str) -> str:
 class Getter:
     """Gets needed images ready in one engine; ``say`` reports each step (progress)."""
 
-    def __init__(self, client: Any, suite: str | Path, say: Callable[[str], None] | None = None):
-        self.client, self.suite = client, Path(suite)
+    def __init__(
+        self, client: Any, suite: str | Path, say: Callable[[str], None] | None = None, task_repo: str | None = None
+    ):
+        self.client, self.suite, self.task_repo = client, Path(suite), task_repo
         self.say = say or (lambda line: None)
         self._registry: bool | None = None
 
@@ -132,6 +160,9 @@ class Getter:
             except docker.errors.APIError as e:
                 why = f"pull failed: {getattr(e, 'explanation', None) or e}"
         swebench = [t for t in need.tasks if t.kind == "swebench"]
+        task_repo = self.task_repo or next((t.metadata[TASK_REPO_KEY] for t in swebench if TASK_REPO_KEY in t.metadata), None)
+        if swebench and task_repo and importable(HARNESS5_BUILD):
+            return self._harness5(need, ids, task_repo, why)
         if swebench and self.suite.suffix in (".json", ".jsonl"):
             command = harness_build_command(self.suite, [t.task_id for t in swebench])
             if importable(HARNESS_BUILD):
@@ -139,8 +170,9 @@ class Getter:
             local = harness_image(swebench[0].task_id)
             if importable(HARNESS5_BUILD):
                 how = (
-                    f"{why}; swebench 5.x builds from a task repository: python -m {HARNESS5_BUILD} --task_repo "
-                    f"<task repo> --instance_ids {' '.join(ids)}, then docker tag {local} {need.ref}"
+                    f"{why}; swebench 5.x builds from a task repository: agentbon sandbox build {self.suite} "
+                    f"--task-repo <task repo>, or python -m {HARNESS5_BUILD} --task_repo <task repo> --instance_ids "
+                    f"{' '.join(ids)}, then docker tag {local} {need.ref}"
                 )
             else:
                 how = (
@@ -149,6 +181,23 @@ class Getter:
                 )
             return Got(need.ref, ids, "missing", how)
         return Got(need.ref, ids, "missing", f"{why}; docker pull {need.ref} where a registry has it, then docker load")
+
+    def _harness5(self, need: Need, ids: list[str], task_repo: str, why: str) -> Got:
+        """Build from a task repository: the harness's own build with buildx, else its image specs, classically."""
+        if buildx_works():
+            return self._harness(need, ids, harness5_build_command(task_repo, ids), why)
+        self.say(f"building {need.ref} from the task repository's Dockerfile (no docker buildx: classic builder)")
+        try:
+            built = build_from_task_repo(self.client, task_repo, ids)
+        except Exception as e:  # noqa: BLE001 - the harness's checks, a clone, a Dockerfile step: all say why
+            return Got(need.ref, ids, "missing", f"{why}; building it from {task_repo} failed: {_one_line(e)}")
+        local = built[0]
+        if not self._has(need.ref) and self._has(local):
+            repo, _, tag = need.ref.rpartition(":")
+            self.client.images.get(local).tag(repo, tag)
+        if self._has(need.ref):
+            return Got(need.ref, ids, "built", f"from the harness's image spec in {task_repo} (classic builder)")
+        return Got(need.ref, ids, "missing", f"{why}; the build from {task_repo} made {local}, not {need.ref}")
 
     def _harness(self, need: Need, ids: list[str], command: list[str], why: str) -> Got:
         self.say(f"building {need.ref} with the SWE-bench harness")
@@ -174,3 +223,40 @@ class Getter:
             return Got(need.ref, [task.task_id], "missing", str(e).splitlines()[0][:300])
         how = "built from its environment recipe" if image.built else "cached"
         return Got(image.ref, [task.task_id], "built" if image.built else "ready", how)
+
+
+def _one_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    return (" | ".join(lines[-3:]) or type(error).__name__)[:400]
+
+
+def build_from_task_repo(client: Any, task_repo: str, ids: list[str]) -> list[str]:
+    """Build the instance images of ``ids`` the way swebench 5.x specifies them, with the engine's classic builder.
+
+    The harness decides everything but the builder: its checks of the task repository (``guard``), which tasks
+    (``select_tasks``), each Dockerfile and build context (``load_dockerfiles``, ``task_paths``) and the image
+    name (``get_image_specs_from_dataset``); a GitHub reference is cloned by its ``resolve_task_repo``. Only the
+    ``docker buildx build`` call is replaced, by the engine's own build of the same Dockerfile in the same
+    context for the same platform. Returns the names built, in the order of ``ids``.
+    """
+    from swebench.image_builder.image_spec import get_image_specs_from_dataset
+    from swebench.image_builder.prepare_images import resolve_task_repo
+    from swebench.task.publish import guard
+    from swebench.task.repo import load_dockerfiles, select_tasks, task_paths
+
+    with resolve_task_repo(task_repo) as root:
+        guard(root)
+        dataset = select_tasks(root, ids)
+        specs = get_image_specs_from_dataset(dataset, load_dockerfiles(root, ids), None, "latest", task_paths(root, ids))
+        names = []
+        for spec in specs:
+            context = Path(spec.context_dir) if spec.context_dir else Path(root) / "tasks" / spec.instance_id
+            with tempfile.TemporaryDirectory() as scratch:  # outside the context: the engine gets it in the tar
+                dockerfile = Path(scratch) / "Dockerfile"
+                dockerfile.write_text(spec.dockerfile)
+                client.images.build(
+                    path=str(context), dockerfile=str(dockerfile), tag=spec.name, platform=spec.platform,
+                    rm=True, forcerm=True,
+                )  # fmt: skip
+            names.append(spec.name)
+    return names
