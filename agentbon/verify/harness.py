@@ -22,6 +22,14 @@ from agentbon.types import Task, TestOutcome, TestSet, VerdictStatus
 from agentbon.verify import evalscript
 
 LOG_LIMIT = 32 << 20
+CONDA_ACTIVATE = "/opt/miniconda3/bin/activate"
+"""Where SWE-bench's instance images keep conda's activation script (the harness's eval scripts source it)."""
+ACTIVATE = (
+    f"if [ -f {CONDA_ACTIVATE} ]; then . {CONDA_ACTIVATE} && conda activate testbed "
+    '|| { echo "agentbon: conda activate testbed failed in this image" >&2; exit 97; }; fi; '
+)
+"""A command prefix: the instance image's ``testbed`` environment, activated as the harness's eval scripts do,
+for an instance graded by agentbon's own runner (a record with no ``eval_script``); a no-op elsewhere."""
 """Bytes of eval-script output kept (the harness reads the whole log; a flood past this is cut, and fails)."""
 _OUTCOME: dict[str, TestOutcome] = {
     "PASSED": "passed",

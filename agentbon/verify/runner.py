@@ -192,7 +192,7 @@ class TestVerifier:
         if tests.runner == "swebench":  # the harness's eval script applies the test patch itself
             return self._run_harness(sandbox, task, tests, patch, vdir)
         self._apply_tests(sandbox, tests, vdir)
-        report, junit, plan = self._run_tests(sandbox, tests, vdir)
+        report, junit, plan = self._run_tests(sandbox, tests, vdir, activate=task.kind == "swebench")
         if not sandbox.isolation.startswith("docker"):  # a container goes with its files
             self._sh(sandbox, f"rm -rf {vdir}")
         return self._judge(tests, report, junit, plan)
@@ -283,7 +283,12 @@ class TestVerifier:
             new = sandbox.read_file(path).decode("utf-8", "replace")
         return guard.pytest_section_changed(path, old, new)
 
-    def _run_tests(self, sandbox: Sandbox, tests: TestSet, vdir: str) -> tuple[dict, bytes | None, canary.Plan | None]:
+    def _run_tests(
+        self, sandbox: Sandbox, tests: TestSet, vdir: str, activate: bool = False
+    ) -> tuple[dict, bytes | None, canary.Plan | None]:
+        """Run ``tests`` with agentbon's runner. ``activate``: a SWE-bench instance graded without the harness's
+        script (a record with no ``eval_script``) runs in its image's ``testbed`` environment, as the harness
+        runs it (``harness.ACTIVATE``)."""
         scripts = verifiers_dir()
         plan = canary.plan(tests.runner, tests.tests)  # docs/security.md, "Canaries"
         for name in SCRIPTS[tests.runner]:
@@ -307,6 +312,7 @@ class TestVerifier:
         sandbox.write_file(f"{vdir}/spec.json", json.dumps(spec))
         script = {"pytest": "run_pytest.py", "unittest": "run_unittest.py", "command": "run_command.py"}[tests.runner]
         command = f'PY=$(command -v python3 || command -v python) && exec "$PY" -I {vdir}/{script} {vdir}/spec.json'
+        command = f"{harness.ACTIVATE}{command}" if activate else command
         ran = sandbox.exec(command, timeout=self.config.timeout_s + 60, workdir=sandbox.workdir)  # the sandbox's user
         if ran.timed_out:
             raise _Fail("test run timed out", log=ran.output[-4000:])
@@ -400,7 +406,7 @@ class TestVerifier:
                     self._apply_candidate(sandbox, task, patch, vdir, {"tampered": []})
                 if not harnessed:  # the eval script's setup part applies the harness's test patch
                     self._apply_tests(sandbox, tests, vdir)
-                answer = self._ask_second(sandbox, tests, ids, vdir, setup)
+                answer = self._ask_second(sandbox, tests, ids, vdir, setup, activate=task.kind == "swebench")
                 if not sandbox.isolation.startswith("docker"):  # a container goes with its files
                     self._sh(sandbox, f"rm -rf {vdir}")
         except _Fail as f:
@@ -418,7 +424,13 @@ class TestVerifier:
         return "fail", f"not trusted: second check: {problems[0]}{timed}", {**fields, "flags": flags, "log": log}
 
     def _ask_second(
-        self, sandbox: Sandbox, tests: TestSet, ids: list[str], vdir: str, setup: str | None = None
+        self,
+        sandbox: Sandbox,
+        tests: TestSet,
+        ids: list[str],
+        vdir: str,
+        setup: str | None = None,
+        activate: bool = False,
     ) -> second.Answer:
         """Run the driver and read its answer. ``setup``: a harness eval script's part before its test command,
         run first in the same shell (as root, as the harness runs it, its output to a file), so that the driver
@@ -446,7 +458,8 @@ class TestVerifier:
         sandbox.write_file(spec_path, json.dumps(spec))
         command = f'PY=$(command -v python3 || command -v python) && exec "$PY" -I {vdir}/second_check.py {spec_path}'
         if setup is None:
-            # as the sandbox's user
+            # as the sandbox's user; a SWE-bench record without the harness's script in its testbed environment
+            command = f"{harness.ACTIVATE}{command}" if activate else command
             ran = sandbox.exec(command, timeout=self.config.timeout_s + 60, workdir=sandbox.workdir)
             return second.read(ran.output, nonce, ids)
         script = f"exec 3>&1 >{vdir}/setup.log 2>&1\n{setup}set +x\nexec 1>&3 2>&1 3>&-\n{command}\n"

@@ -61,3 +61,26 @@ def test_family_grades_as_the_harness_does(name, built, backend, logs, tmp_path)
     assert evidence.status == "pass", evidence.reason + "\n" + evidence.log
     assert sorted(evidence.tests) == sorted(made.family.evidence)
     assert f2p not in logs[-1].split(">>>>> Start Test Output")[-1]  # the hidden test did not run
+
+
+def test_a_record_without_the_harnesss_script_is_graded_in_the_testbed_environment(built, backend, tmp_path):
+    """A classic record (no ``eval_script``, pytest ids) is graded by agentbon's pytest runner, inside the image's
+    activated ``testbed`` environment: its module imports ``fixturedep``, which only that environment has."""
+    made = built("pytest")
+    record = {k: v for k, v in made.record.items() if k not in ("eval_script", "log_parser", "eval_type")}
+    suite = tmp_path / "classic.jsonl"
+    suite.write_text(json.dumps(record) + "\n")
+    (task,), errors = load_suite(suite)
+    assert errors == [] and task.grade.runner == "pytest"
+    verifier = TestVerifier(backend, VerifyConfig(timeout_s=120, dedupe=False), labels={"stage": "swebench-test"})
+    f2p = made.family.fail_to_pass[0]
+    for index, which in enumerate(EXPECTED):
+        rollout = Rollout(run_id="r", task_id=task.task_id, index=index, status="submitted", patch=made.patch(which))
+        verdict = verifier.verify(task, rollout, "grade")
+        assert verdict.status == EXPECTED[which], f"{which}: {verdict.reason}\n{verdict.log}"
+        assert verdict.tests[f2p] == ("passed" if which == "gold" else "failed"), verdict.log
+        assert all(verdict.tests[t] == "passed" for t in made.family.pass_to_pass), verdict.tests
+    evidence = verifier.verify(
+        task, Rollout(run_id="r", task_id=task.task_id, index=9, status="submitted", patch=made.gold), "evidence"
+    )
+    assert evidence.status == "pass", evidence.reason + "\n" + evidence.log

@@ -78,7 +78,14 @@ def new_repo(root: Path) -> Path:
 
 
 def renamed(made: Built, instance_id: str) -> Built:
-    return Built(made.family, made.base_commit, made.test_patch, made.gold, made.wrong, {**made.record, "instance_id": instance_id})
+    return Built(
+        made.family,
+        made.base_commit,
+        made.test_patch,
+        made.gold,
+        made.wrong,
+        {**made.record, "instance_id": instance_id},
+    )
 
 
 def test_a_task_repository_loads_as_a_suite_through_the_harnesss_reader(built, mirror, tmp_path):
