@@ -23,6 +23,9 @@ class TaskError(AgentbonError, ValueError):
         super().__init__(f"{source}: {field}: {problem}")
         self.source, self.field, self.problem = source, field, problem
 
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:  # crosses Ray from a worker intact
+        return type(self), (self.source, self.field, self.problem)
+
 
 class InfraError(AgentbonError):
     """Infrastructure failed (not the model): retried within a bound, reported as ``infra_error``."""
@@ -85,6 +88,9 @@ class MissingExtra(AgentbonError, ImportError):
     def __init__(self, module: str, extra: str):
         super().__init__(f"{module} is not installed: pip install 'agentbon[{extra}]'")
         self.module, self.extra = module, extra
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (self.module, self.extra)
 
 
 class ExportError(AgentbonError, ValueError):

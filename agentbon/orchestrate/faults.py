@@ -28,6 +28,7 @@ from agentbon.errors import (
     SandboxGone,
     SandboxSetupTimeout,
     ServerFailure,
+    TaskError,
 )
 
 # Ray raising one of these means the process or machine under the unit went away, not that the unit failed.
@@ -73,6 +74,10 @@ TAXONOMY: tuple[Row, ...] = (
     Row("sandbox did not start in time", (SandboxSetupTimeout,), True, "infra_error"),
     Row("Docker engine unreachable", (EngineUnavailable,), True, "infra_error"),
     Row("task image cannot be built or found", (ImageBuildError,), True, "infra_error"),
+    Row(
+        "task's repository or definition unusable on the worker (source gone, commit missing)",
+        (TaskError,), True, "infra_error",
+    ),
     Row("Docker engine API error (disk full, daemon 500, bad network name)", _docker_errors(), True, "infra_error"),
     Row("model server down or its engine dead", (ServerFailure,), True, "infra_error", server=True),
     Row("model server overloaded (timed out, answers a probe)", (ModelTimeout,), True, "infra_error"),

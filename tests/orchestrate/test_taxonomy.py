@@ -24,6 +24,7 @@ from agentbon.errors import (
     SandboxGone,
     SandboxSetupTimeout,
     ServerFailure,
+    TaskError,
 )
 from agentbon.orchestrate.faults import TAXONOMY, classify
 
@@ -34,6 +35,7 @@ ROWS: list[tuple[BaseException, bool, str]] = [
     (SandboxSetupTimeout("slow start"), True, "infra_error"),
     (EngineUnavailable("no engine"), True, "infra_error"),
     (ImageBuildError("no image"), True, "infra_error"),
+    (TaskError("suite/t/repo.bundle", "repo.url", "no such file or directory"), True, "infra_error"),
     (docker.errors.APIError("500 Server Error: no space left on device"), True, "infra_error"),
     (docker.errors.ImageNotFound("no such image"), True, "infra_error"),
     (docker.errors.NotFound("network bridgee not found"), True, "infra_error"),
@@ -83,3 +85,23 @@ def test_every_row_of_the_code_is_a_row_of_the_doc_and_the_reverse() -> None:
     for line, row in zip(table, TAXONOMY, strict=True):
         outcome = line.split(" | ")[2]
         assert outcome == ("infra" if row.infra else "model") and f"`{row.recorded_as}`" in line
+
+
+def test_every_agentbon_error_crosses_from_a_worker_intact() -> None:
+    """Ray pickles a unit's exception back to the driver: one that cannot be rebuilt arrives as a deserialisation
+    error, which the taxonomy cannot place (a missing repository would read as the model's failure)."""
+    import inspect
+    import pickle
+
+    import agentbon.errors as errors
+
+    classes = [c for c in vars(errors).values() if inspect.isclass(c) and issubclass(c, errors.AgentbonError)]
+    assert errors.TaskError in classes and errors.MissingExtra in classes
+    for cls in classes:
+        named = [
+            p for p in inspect.signature(cls.__init__).parameters.values()
+            if p.name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
+        ]  # fmt: skip
+        exc = cls(*[f"arg{i}" for i in range(len(named))]) if named else cls("message")
+        back = pickle.loads(pickle.dumps(exc))
+        assert type(back) is cls and str(back) == str(exc) and classify(back).infra == classify(exc).infra
