@@ -372,6 +372,10 @@ class RunConfig(Section):
     """Resume a run although some of its tasks were redefined since it started (base commit, tests, problem): their
     stored rollouts are then mixed with rollouts of the new definitions. Off: such a resume stops with an error."""
     ray_address: str | None = None
+    ship: Literal["auto", "always", "never"] = "auto"
+    """Carry the task repositories given as local paths, the verifier scripts and the base image recipe to the
+    workers through Ray's object store (``orchestrate/shipping.py``), so that no node needs the driver's disk.
+    ``auto``: when joining a cluster (``ray_address``); a local Ray this run starts shares this machine's disk."""
     ray_niceness: int = Field(default=10, ge=0, le=19)
     """Niceness of a local Ray's processes (raylet, and the workers it starts: rollouts, verifiers) where agentbon
     also starts the model server on this machine (launcher ``llama-cpp`` or ``vllm``), so that the server gets the
@@ -384,6 +388,18 @@ class RunConfig(Section):
     select: SelectConfig = Field(default_factory=SelectConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
     export: ExportConfig = Field(default_factory=ExportConfig)
+
+    @field_validator("ray_address")
+    @classmethod
+    def _ray_address(cls, value: str | None) -> str | None:
+        if value and value.startswith("ray://"):
+            raise ValueError(
+                f"{value!r} is a Ray Client address, which agentbon does not drive runs through: run agentbon on a "
+                "machine of the cluster (the head, or any node started with `ray start --address`) with "
+                "--ray-address <head-ip>:6379 (the cluster's GCS address); nothing has to be copied to the other "
+                "nodes (docs/architecture.md, 'No shared filesystem')"
+            )
+        return value
 
     @field_validator("run_id")
     @classmethod

@@ -175,6 +175,10 @@ class PlainDisplay:
                       f"(~{data['est_sandbox_s_saved']:.0f} sandbox-s saved)")
         elif kind == "warning":
             self._say(f"warning: {data['message']}")
+        elif kind == "shipped":
+            self._say(f"carried to the cluster through Ray: {data['repos']} repositories "
+                      f"({data['repo_bytes'] / 2**20:.1f} MiB), verifier scripts and base recipe "
+                      f"({data['file_bytes'] / 2**10:.0f} KiB)")
         elif kind == "interrupted":
             self._say(f"interrupted: {data['pending']} units cancelled, sandboxes removed; run again to resume")
         elif kind == "aborted":

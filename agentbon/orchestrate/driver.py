@@ -25,10 +25,10 @@ from typing import Any
 import ray
 
 from agentbon.config import RunConfig
-from agentbon.orchestrate import workers
+from agentbon.orchestrate import shipping, workers
 from agentbon.orchestrate.cluster import Cluster, is_ctrl_c_handler
 from agentbon.orchestrate.early_stop import Saved
-from agentbon.orchestrate.events import Recorder
+from agentbon.orchestrate.events import Recorder, Shipped
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.faults import Failure, RetryBudget, classify, deadline_failure
 from agentbon.orchestrate.outcomes import RolloutStage
@@ -78,7 +78,18 @@ class Driver:
             "prepare": self.rollouts.on_prepare, "rollout": self.rollouts.on_rollout, "verify": self.verify.on_verify,
         }
         self._config_ref, self._factories_ref = ray.put(config), ray.put(factories)
-        self._task_refs = {t.task_id: ray.put(t) for t in tasks}
+        self._task_refs: dict[str, Any] = {}
+        if shipping.shipping(config):  # worker nodes need not see this disk: carry what they read from it
+            parcels, manifest = shipping.pack(tasks)
+            self._task_refs = {task_id: ray.put(parcel) for task_id, parcel in parcels.items()}
+            record(
+                Shipped(
+                    tasks=manifest.tasks, repos=manifest.repos, repo_bytes=manifest.repo_bytes,
+                    file_bytes=manifest.file_bytes,
+                )
+            )
+        else:
+            self._task_refs = {t.task_id: ray.put(t) for t in tasks}
         self._remote_rollout = ray.remote(workers.run_rollout).options(**cluster.rollout_options())
         self._remote_verify = ray.remote(workers.run_verify).options(**cluster.verify_options())
         self._remote_prepare = ray.remote(workers.run_prepare).options(**cluster.rollout_options())

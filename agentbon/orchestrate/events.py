@@ -127,6 +127,16 @@ class Warning(Event):  # noqa: A001 - the event's name in the log
     message: str
 
 
+class Shipped(Event):
+    """What the run carries to its workers through Ray (no shared filesystem: orchestrate/shipping.py)."""
+
+    kind: ClassVar[str] = "shipped"
+    tasks: int
+    repos: int
+    repo_bytes: int
+    file_bytes: int
+
+
 class ServerRestart(Event):
     kind: ClassVar[str] = "server_restart"
 

@@ -15,6 +15,7 @@ from agentbon.errors import RolloutDeadline
 from agentbon.orchestrate.deadline import Watchdog
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.faults import classify
+from agentbon.orchestrate.shipping import Parcel, unpack
 from agentbon.orchestrate.tracker import report_start
 from agentbon.types import Record, Role, Rollout, RolloutSpec, Task, Timings, Verdict
 
@@ -65,8 +66,13 @@ class TrackedModel:
         return getattr(self._model, name)
 
 
-def run_rollout(task: Task, spec: RolloutSpec, config: RunConfig, factories: Factories, tracker: Any) -> RolloutOutcome:
-    """Open a sandbox, run the agent, take the patch, close the sandbox; never raises (except on cancel)."""
+def run_rollout(
+    item: Task | Parcel, spec: RolloutSpec, config: RunConfig, factories: Factories, tracker: Any
+) -> RolloutOutcome:
+    """Open a sandbox, run the agent, take the patch, close the sandbox; never raises (except on cancel).
+
+    ``item``: the task, or on a cluster its parcel (what it needs from the driver's disk, orchestrate/shipping.py).
+    """
     import ray
 
     report_start(tracker, f"rollout:{spec.rollout_id}:{spec.attempt}")
@@ -78,6 +84,7 @@ def run_rollout(task: Task, spec: RolloutSpec, config: RunConfig, factories: Fac
     dog = Watchdog(config.deadline_s)
     try:
         with dog:
+            task = unpack(item)
             backend = cached("backend", factories.backend, config.sandbox)
             prepare_once(backend, task)
             model = cached("model", factories.model, config.model)
@@ -121,7 +128,7 @@ def run_rollout(task: Task, spec: RolloutSpec, config: RunConfig, factories: Fac
 
 
 def run_verify(
-    task: Task, rollout: Rollout, roles: list[Role], config: RunConfig, factories: Factories, tracker: Any,
+    item: Task | Parcel, rollout: Rollout, roles: list[Role], config: RunConfig, factories: Factories, tracker: Any,
     attempt: int, budget_s: float,
 ) -> list[Verdict]:
     """Verify one candidate in each role within the rollout's remaining deadline; failures become verdicts.
@@ -129,6 +136,7 @@ def run_verify(
     When evidence and grade coincide the tests run once and the verdict is recorded in both roles.
     """
     report_start(tracker, f"verify:{rollout.rollout_id}:{attempt}")
+    task = item.task if isinstance(item, Parcel) else item
     verifier = cached("verifier", factories.verifier, config)
     if hasattr(verifier, "with_labels"):  # its containers carry the unit's name: a dead unit's are reaped by it
         verifier = verifier.with_labels(rollout=rollout.rollout_id, attempt=f"verify-{attempt}")
@@ -139,7 +147,7 @@ def run_verify(
         dog = Watchdog(budget_s)
         try:
             with dog:
-                verdict = verifier.verify(task, rollout, role)
+                verdict = verifier.verify(unpack(item), rollout, role)
             if dog.fired:
                 raise RolloutDeadline("past the rollout's deadline during verification")
         except Exception as e:  # infra (engine gone, image missing) or a verifier bug: recorded, retried by the driver
@@ -155,8 +163,9 @@ def run_verify(
     return [out[role] for role in roles]
 
 
-def run_prepare(task: Task, config: RunConfig, factories: Factories) -> str:
+def run_prepare(item: Task | Parcel, config: RunConfig, factories: Factories) -> str:
     """Build or find the task's environment on this node (raises on failure; the driver classifies it)."""
+    task = unpack(item)
     backend = cached("backend", factories.backend, config.sandbox)
     ref = backend.prepare(task)
     _prepared.add((task.task_id, task.environment.model_dump_json()))

@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
 import secrets
 import shlex
 import time
@@ -63,6 +64,9 @@ def verifiers_dir() -> Path:
     An installed wheel carries them as ``agentbon/_verifiers`` (setup.py copies them in at build time);
     a source checkout or an editable install has only the top-level ``verifiers/`` folder.
     """
+    shipped = os.environ.get("AGENTBON_VERIFIERS")  # the driver's copy, carried to this node (orchestrate/shipping.py)
+    if shipped and (Path(shipped) / "agentbon_supervise.py").is_file():
+        return Path(shipped)
     package = Path(__file__).resolve().parents[1]
     candidates = (package / "_verifiers", package.parent / "verifiers")
     for path in candidates:

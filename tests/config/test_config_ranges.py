@@ -24,6 +24,8 @@ BAD = [
     ("sandbox.memory=1k", "sandbox.memory: '1k' is under Docker's minimum of 6m"),
     ("sandbox.network=no network", "sandbox.network: 'no network' is not a network"),
     ("sandbox.network=container:-x", "sandbox.network: 'container:-x' is not a network"),
+    ("ray_address=ray://head:10001", "ray_address: 'ray://head:10001' is a Ray Client address"),
+    ("ship=sometimes", "ship: Input should be 'auto', 'always' or 'never'"),
     ("report.confidence=2", "report.confidence: must be > 0 and < 1 (got 2)"),
     ("report.confidence=1", "report.confidence: must be > 0 and < 1"),
     ("report.bootstrap=0", "report.bootstrap: must be >= 1"),
