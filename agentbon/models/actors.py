@@ -52,14 +52,49 @@ def check_python(python: str) -> None:
         )
 
 
-def engine_kwargs(config: ModelConfig) -> dict[str, Any]:
-    """``vllm.LLM`` arguments: the context length, prefix caching, and the CPU engine's seeded-request workaround."""
+def engine_kwargs(config: ModelConfig, gpu: bool = False) -> dict[str, Any]:
+    """``vllm.LLM`` arguments: the context length, prefix caching, and the CPU engine's seeded-request workaround;
+    on GPUs the tensor-parallel size and the share of each GPU's memory vLLM may take."""
+    if gpu:
+        out: dict[str, Any] = {
+            "max_model_len": config.ctx,
+            "enable_prefix_caching": True,
+            "tensor_parallel_size": config.tensor_parallel_size,
+            "gpu_memory_utilization": config.gpu_memory_utilization,
+        }
+        if config.tensor_parallel_size > 1:  # its workers as processes of the engine, on the GPUs Ray gave the actor
+            out["distributed_executor_backend"] = "mp"
+        return out
     # Seeded requests with chunked prefill kill the CPU engine unless the token budget covers whole prompts.
     return {
         "max_model_len": config.ctx,
         "max_num_batched_tokens": max(16384, config.ctx),
         "enable_prefix_caching": True,
     }
+
+
+def plan_engines(nodes: list[dict[str, Any]], tensor_parallel: int, wanted: int) -> tuple[int, dict[str, int]]:
+    """How many GPU engines of ``tensor_parallel`` GPUs each to start (``wanted``, or 0 for as many as fit) and how
+    many fit on each node (``ray.nodes()``: an engine's GPUs must sit on one node, so a node with 3 GPUs holds one
+    engine of 2); ``ConfigError`` naming the nodes' GPUs where they cannot hold that many."""
+    fit = {
+        str(n.get("NodeID", "?")): int(float(n.get("Resources", {}).get("GPU", 0)) // tensor_parallel)
+        for n in nodes
+        if n.get("Alive", True)
+    }
+    capacity = sum(fit.values())
+    if wanted > capacity or capacity == 0:
+        gpus = ", ".join(
+            f"{n.get('NodeManagerAddress', n.get('NodeID', '?'))}: {float(n.get('Resources', {}).get('GPU', 0)):g}"
+            for n in nodes
+            if n.get("Alive", True)
+        )
+        asked = f"model.engines={wanted}" if wanted else "one engine"
+        raise ConfigError(
+            f"{asked} of model.tensor_parallel_size={tensor_parallel} GPU(s) on one node: the cluster holds "
+            f"{capacity} such engine(s) (GPUs per node: {gpus})"
+        )
+    return wanted or capacity, fit
 
 
 def start_pool(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> EnginePool:
@@ -73,19 +108,23 @@ def start_pool(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: 
     if not config.path and not local:
         raise ConfigError(f"model.path: no model given and {model} does not exist (bash scripts/setup_vllm_cpu.sh)")
     python = engine_python(config)
-    gpus = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
+    gpu = ray.cluster_resources().get("GPU", 0) >= 1
+    if gpu:
+        engines, _ = plan_engines(ray.nodes(), config.tensor_parallel_size, config.engines)
+    else:
+        engines = config.engines or 1
+    gpus = float(config.tensor_parallel_size) if gpu else 0.0
     threads = CPU_ENV if gpus else cpu_env(config.vllm_cpu_threads)
     env: dict[str, Any] = {"env_vars": {**threads, **({"HF_HUB_OFFLINE": "1"} if local else {})}}
     if python:
         check_python(python)
         env["py_executable"] = python
     name = f"agentbon-vllm-{uuid.uuid4().hex[:8]}"
-    log(
-        f"starting {config.engines} vLLM engine actor(s) for {model} ({'GPU' if gpus else 'CPU'}, {python or 'own python'})"
-    )
+    where = f"{gpus:g} GPU(s) each" if gpus else "CPU"
+    log(f"starting {engines} vLLM engine actor(s) for {model} ({where}, {python or 'own python'})")
     return EnginePool(
-        model, name=config.name, engines=config.engines, max_inflight=config.max_inflight, num_gpus=gpus,
-        engine_kwargs=engine_kwargs(config), actor_name=name, runtime_env=env,
+        model, name=config.name, engines=engines, max_inflight=config.max_inflight, num_gpus=gpus,
+        engine_kwargs=engine_kwargs(config, gpu=gpu), actor_name=name, runtime_env=env,
     )  # fmt: skip
 
 

@@ -146,6 +146,6 @@ class FakePoolService(ModelService):
 
     def start_pool(self, config: ModelConfig) -> EnginePool:
         return EnginePool(
-            config.name, name=config.name, engines=config.engines, max_inflight=config.max_inflight, num_gpus=0,
+            config.name, name=config.name, engines=config.engines or 1, max_inflight=config.max_inflight, num_gpus=0,
             actor_cls=FakeEngineActor, actor_name=f"agentbon-fake-{uuid.uuid4().hex[:8]}", ready_timeout_s=120,
         )  # fmt: skip

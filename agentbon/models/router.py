@@ -170,6 +170,12 @@ class EnginePool:
 
     ``actor_name``: name the actors (``{actor_name}-router``, ``{actor_name}-engine-{i}``) so that Ray workers
     can ``attach`` to the pool; ``runtime_env``: the engines' (e.g. ``py_executable`` of a venv with vllm).
+
+    ``num_gpus``: GPUs per engine (its tensor-parallel size on a GPU; 0 on CPU). Each GPU engine gets a placement
+    group of one bundle of ``num_gpus`` GPUs, strictly packed, so a tensor-parallel engine's GPUs sit on one node;
+    the group is reserved before the engine starts (an engine that cannot be placed says so within
+    ``ready_timeout_s``) and kept for the engine's whole life, so a revived engine gets the same GPUs back.
+    Rollouts reach engines on any node: the router's task affinity and load-aware spill span them all.
     """
 
     def __init__(
@@ -201,6 +207,10 @@ class EnginePool:
         if runtime_env:
             self._opts["runtime_env"] = runtime_env
         self._names = engine_names if actor_name else [None] * engines
+        self.groups: list[Any] = []
+        """One placement group per GPU engine (none on CPU)."""
+        if num_gpus > 0:
+            self.groups = self._reserve(engines)
         self.engines: list[Any] = [self._engine(i) for i in range(engines)]
         router_cls: Any = ray.remote(Router)
         named = {"name": router_name, "namespace": NAMESPACE} if actor_name else {}
@@ -209,9 +219,35 @@ class EnginePool:
         )
         self._await_ready(self.engines, close_on_failure=True)
 
+    def _reserve(self, engines: int) -> list[Any]:
+        """A strictly packed placement group of ``num_gpus`` GPUs per engine, all ready, or ``ServerFailure``."""
+        import ray
+        from ray.util.placement_group import placement_group, remove_placement_group
+
+        bundle = {"GPU": self.num_gpus, **({"CPU": self.num_cpus} if self.num_cpus else {})}
+        groups = [placement_group([bundle], strategy="STRICT_PACK") for _ in range(engines)]
+        try:
+            ray.get([g.ready() for g in groups], timeout=self.ready_timeout_s)
+        except ray.exceptions.GetTimeoutError as e:
+            for group in groups:
+                remove_placement_group(group)
+            raise ServerFailure(
+                f"cannot place {engines} vLLM engine(s) of {self.num_gpus:g} GPU(s) each on one node within "
+                f"{self.ready_timeout_s:g}s: the cluster's nodes lack the free GPUs (ray status; "
+                "model.engines, model.tensor_parallel_size)"
+            ) from e
+        return groups
+
     def _engine(self, i: int) -> Any:
         named = {"name": self._names[i], "namespace": NAMESPACE} if self._names[i] else {}
-        return self._cls.options(**self._opts, **named).remote(self.model, self.engine_kwargs)
+        placed: dict[str, Any] = {}
+        if self.groups:
+            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+            placed["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                self.groups[i], placement_group_bundle_index=0, placement_group_capture_child_tasks=True
+            )
+        return self._cls.options(**self._opts, **named, **placed).remote(self.model, self.engine_kwargs)
 
     def _await_ready(self, engines: list[Any], close_on_failure: bool) -> None:
         import ray
@@ -279,6 +315,15 @@ class EnginePool:
             except Exception:  # already gone
                 pass
         self.engines = []
+        if self.groups:
+            from ray.util.placement_group import remove_placement_group
+
+            for group in self.groups:
+                try:
+                    remove_placement_group(group)
+                except Exception:  # the cluster is going away too
+                    pass
+            self.groups = []
 
     def __enter__(self) -> EnginePool:
         return self

@@ -54,7 +54,7 @@ class ModelService:
             config = config.model_copy(update={"pool": self._endpoints.name})
         elif config.launcher == "vllm-actors":
             self._pool = self.start_pool(config)
-            config = config.model_copy(update={"pool": self._pool.actor_name})
+            config = config.model_copy(update={"pool": self._pool.actor_name, "engines": len(self._pool.engines)})
         else:
             from agentbon.models import local_server
 

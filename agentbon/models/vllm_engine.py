@@ -263,6 +263,13 @@ class EngineActor:
     def ready(self) -> bool:
         return True
 
+    def placement(self) -> dict[str, Any]:
+        """Where Ray put this engine: its node and the GPU ids it holds (none on CPU)."""
+        import ray
+
+        context = ray.get_runtime_context()
+        return {"node_id": context.get_node_id(), "gpus": [str(g) for g in ray.get_gpu_ids()]}
+
     def stats(self) -> dict[str, int]:
         """The engine's request and token counts (``BatchingEngine.stats``)."""
         return self.engine.stats()

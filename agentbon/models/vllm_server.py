@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +76,25 @@ def vllm_available(config: ModelConfig) -> bool:
     if config.path:
         return not config.path.endswith(".gguf")
     return (models_dir() / DEFAULT_HF_DIR).is_dir()
+
+
+def gpu_count() -> int:
+    """GPUs ``nvidia-smi -L`` lists on this machine (0 without the tool, a driver or a GPU)."""
+    try:
+        done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(line.startswith("GPU ") for line in done.stdout.splitlines()) if done.returncode == 0 else 0
+
+
+def gpu_vllm_available(config: ModelConfig) -> bool:
+    """True on a GPU host whose own interpreter has vLLM's GPU build (the ``gpu`` extra) and a model for it: the
+    given ``model.path`` (not a GGUF file), else the default model converted by ``scripts/setup.sh``."""
+    if importlib.util.find_spec("vllm") is None or cpu_build(sys.executable) or gpu_count() == 0:
+        return False
+    if config.path:
+        return not config.path.endswith(".gguf")
+    return (models_dir() / DEFAULT_HF_DIR / "config.json").is_file()
 
 
 def cpu_build(python: str) -> bool:

@@ -230,5 +230,5 @@ class TestEnginePoolOnRay:
             assert pool.stats()["engines"][0]["rejected"] == 1
 
     def test_engines_that_cannot_be_placed_fail_with_a_resource_hint(self):
-        with pytest.raises(ServerFailure, match="not ready within 2s.*1 GPU"):
+        with pytest.raises(ServerFailure, match=r"cannot place 1 vLLM engine\(s\) of 1 GPU\(s\) each on one node within 2s"):
             EnginePool("fake", num_gpus=1, ready_timeout_s=2, actor_cls=FakeEngineActor)

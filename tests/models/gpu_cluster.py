@@ -1,0 +1,99 @@
+"""A simulated GPU cluster on this machine (for test_gpu_cluster.py): three Ray nodes that declare 3, 3 and 1 GPUs,
+fake engine actors (the real ``EngineActor`` batching and reply path around ``FakeLLM``), tensor parallelism 2.
+
+Usage: python gpu_cluster.py. Prints one JSON line with what it saw: the engines the plan fits per node, where
+each engine was placed (node, GPU ids), which engine served a task's rollouts, what a dead engine's task did,
+and where the revived engine came back.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import ray
+from ray.cluster_utils import Cluster
+
+from agentbon.errors import ConfigError, ServerFailure
+from agentbon.models.actors import engine_kwargs, plan_engines
+from agentbon.models.fake_vllm import FakeEngineActor
+from agentbon.models.router import EnginePool
+
+
+def msgs(text: str) -> list[dict]:
+    return [{"role": "system", "content": "a long shared task prompt"}, {"role": "user", "content": text}]
+
+
+def main() -> None:
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 3, "include_dashboard": False})
+    nodes = {"head": cluster.head_node, "b": cluster.add_node(num_cpus=2, num_gpus=3), "c": cluster.add_node(num_cpus=2, num_gpus=1)}
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False)
+    names = {node.node_id: name for name, node in nodes.items()}
+    out: dict = {}
+    engines, fit = plan_engines(ray.nodes(), 2, 0)
+    out["planned"] = engines
+    out["fit"] = {names[k]: v for k, v in fit.items()}
+    for wanted, tp in ((3, 2), (0, 4)):
+        try:
+            plan_engines(ray.nodes(), tp, wanted)
+            out[f"refused_{wanted}x{tp}"] = None
+        except ConfigError as e:
+            out[f"refused_{wanted}x{tp}"] = str(e)
+    out["kwargs"] = engine_kwargs_for_tp2()
+    pool = EnginePool(
+        "fake", name="fake", engines=engines, max_inflight=2, num_gpus=2, actor_cls=FakeEngineActor,
+        actor_name=f"agentbon-gpu-{uuid.uuid4().hex[:6]}", ready_timeout_s=120,
+    )  # fmt: skip
+    try:
+        placed = [ray.get(e.placement.remote()) for e in pool.engines]
+        out["placed"] = [{"node": names[p["node_id"]], "gpus": sorted(p["gpus"])} for p in placed]
+        # A task's rollouts go to its home engine, wherever that is.
+        models = [pool.model_for("task-A") for _ in range(2)]
+        with ThreadPoolExecutor(2) as ex:
+            replies = list(ex.map(lambda im: im[1].chat(msgs(f"rollout {im[0]}"), seed=im[0]).content, enumerate(models)))
+        home = ray.get(pool.router.home.remote("task-A"))
+        out["replies"] = replies
+        out["home"] = home
+        out["home_batches"] = sum(ray.get(pool.engines[home].batch_sizes.remote()))
+        # Its engine dies: the task's next request is served by the other engine, on another node.
+        model = pool.model_for("task-A")
+        try:
+            model.chat(msgs("DIE"))
+            out["death"] = "no error"
+        except ServerFailure as e:
+            out["death"] = str(e)
+        out["after_death"] = model.chat(msgs("still here")).content
+        stats = pool.stats()
+        out["dead"] = stats["dead"]
+        out["spills"] = stats["spills"]
+        # Revived in its own placement group: the same node and GPUs as before.
+        out["revived"] = pool.revive()
+        again = ray.get(pool.engines[home].placement.remote())
+        out["revived_at"] = {"node": names[again["node_id"]], "gpus": sorted(again["gpus"])}
+        out["after_revival"] = pool.model_for("task-B").chat(msgs("hello")).content
+        out["dead_after_revival"] = pool.stats()["dead"]
+        # A third engine of 2 GPUs fits nowhere (node c has 1): placement fails fast, saying why.
+        try:
+            EnginePool("fake", engines=1, num_gpus=2, actor_cls=FakeEngineActor, ready_timeout_s=5)
+            out["third"] = None
+        except ServerFailure as e:
+            out["third"] = str(e)
+        out["groups"] = len(pool.groups)
+    finally:
+        pool.close()
+        out["groups_after_close"] = len(pool.groups)
+        ray.shutdown()
+        cluster.shutdown()
+    print(json.dumps(out), flush=True)
+
+
+def engine_kwargs_for_tp2() -> dict:
+    from agentbon.config import ModelConfig
+
+    return engine_kwargs(ModelConfig(tensor_parallel_size=2, gpu_memory_utilization=0.8), gpu=True)
+
+
+if __name__ == "__main__":
+    main()
