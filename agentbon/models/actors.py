@@ -184,4 +184,25 @@ def pool_cache_stats(stats: dict[str, Any]) -> dict[str, Any]:
         "home": stats.get("home"),
         "spills": stats.get("spills"),
         "dead_engines": len(stats.get("dead", [])),
+        **engine_time(stats.get("engines", [])),
     }
+
+
+def engine_time(engines: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """Each live engine's GPUs, busy seconds and completion tokens/s over its busy time, and the pool's GPU-seconds:
+    ``gpu_s`` = busy seconds x GPUs (the compute the run used), ``gpu_held_s`` = seconds alive x GPUs (what it
+    reserved). A revived engine counts from its revival (the dead one's figures went with it)."""
+    rows: list[dict[str, Any]] = []
+    busy_s = gpu_s = held_s = 0.0
+    for i, e in enumerate(engines):
+        if not e:
+            continue
+        busy, alive, gpus = float(e.get("busy_s", 0.0)), float(e.get("alive_s", 0.0)), int(e.get("gpus", 0))
+        tokens = int(e.get("completion_tokens", 0))
+        busy_s, gpu_s, held_s = busy_s + busy, gpu_s + busy * gpus, held_s + alive * gpus
+        rows.append({
+            "engine": i, "gpus": gpus, "busy_s": round(busy, 3), "alive_s": round(alive, 3),
+            "requests": int(e.get("requests", 0)), "completion_tokens": tokens,
+            "tokens_per_s": round(tokens / busy, 2) if busy > 0 else None,
+        })  # fmt: skip
+    return {"engine_busy_s": round(busy_s, 3), "gpu_s": round(gpu_s, 3), "gpu_held_s": round(held_s, 3), "per_engine": rows}

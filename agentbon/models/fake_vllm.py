@@ -133,6 +133,7 @@ class FakeEngineActor(EngineActor):
     """``EngineActor`` with ``FakeLLM`` inside: the real batching and reply path, no vllm."""
 
     def __init__(self, model: str, engine_kwargs: dict[str, Any] | None = None, max_batch: int = 256):
+        self.started = time.monotonic()
         self.model = model
         self.llm = FakeLLM(**(engine_kwargs or {}))
         self.engine = BatchingEngine(self.llm, FakeSamplingParams, max_batch=max_batch)

@@ -149,6 +149,8 @@ class BatchingEngine:
         self.totals = {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "rejected": 0}
         """Token counts of the requests answered so far (cached / prompt is the prefix-cache hit rate), and the
         number of requests the engine rejected on their own (too long, bad parameters)."""
+        self.busy_s = 0.0
+        """Seconds the engine spent generating (inside ``llm.chat``, failed calls included): its busy time."""
         self._thread = threading.Thread(target=self._loop, name="vllm-batcher", daemon=True)
         self._thread.start()
 
@@ -198,6 +200,7 @@ class BatchingEngine:
         try:
             outputs = self.llm.chat([m for m, _, _ in batch], sampling_params=[p for _, p, _ in batch], use_tqdm=False)
         except Exception as e:
+            self.busy_s += time.monotonic() - start
             if not is_request_error(e):  # the engine itself failed: every waiting rollout gets the error
                 for _, _, future in batch:
                     future.set_exception(e)
@@ -214,6 +217,7 @@ class BatchingEngine:
         if len(outputs) != len(batch):
             raise RuntimeError(f"vLLM returned {len(outputs)} outputs for a batch of {len(batch)} requests")
         latency = time.monotonic() - start
+        self.busy_s += latency
         for (_, _, future), output in zip(batch, outputs, strict=True):
             responses = responses_of(output, latency)
             self._count(responses)
@@ -227,9 +231,10 @@ class BatchingEngine:
             totals["cached_tokens"] += r.usage.cached_tokens
             totals["completion_tokens"] += r.usage.completion_tokens
 
-    def stats(self) -> dict[str, int]:
-        """Requests, batches and token counts so far (prompt, cached prompt, completion), and requests rejected."""
-        return {**self.totals, "batches": len(self.batches)}
+    def stats(self) -> dict[str, float]:
+        """Requests, batches and token counts so far (prompt, cached prompt, completion), requests rejected, and
+        the seconds spent generating."""
+        return {**self.totals, "batches": len(self.batches), "busy_s": round(self.busy_s, 3)}
 
     def close(self) -> None:
         """Stop the batcher thread after the requests already queued."""
@@ -241,6 +246,7 @@ class EngineActor:
     """One vLLM engine; create with ``ray.remote(num_gpus=..., max_concurrency=...)(EngineActor)``."""
 
     def __init__(self, model: str, engine_kwargs: dict[str, Any] | None = None, max_batch: int = 256):
+        self.started = time.monotonic()  # its GPUs are held from here, loading included
         try:
             import vllm
         except ImportError as e:
@@ -270,9 +276,13 @@ class EngineActor:
         context = ray.get_runtime_context()
         return {"node_id": context.get_node_id(), "gpus": [str(g) for g in ray.get_gpu_ids()]}
 
-    def stats(self) -> dict[str, int]:
-        """The engine's request and token counts (``BatchingEngine.stats``)."""
-        return self.engine.stats()
+    def stats(self) -> dict[str, float]:
+        """The engine's request, token and busy-time counts (``BatchingEngine.stats``), the GPUs it holds and the
+        seconds since it started (GPU-seconds held = GPUs x alive_s; used = GPUs x busy_s)."""
+        import ray
+
+        alive = round(time.monotonic() - getattr(self, "started", time.monotonic()), 3)
+        return {**self.engine.stats(), "gpus": len(ray.get_gpu_ids()), "alive_s": alive}
 
     def shutdown(self) -> None:
         """Stop the batcher and vLLM's engine-core process (a killed actor could leave that process behind)."""

@@ -55,6 +55,10 @@ def serving_stats(store: RunStore) -> dict | None:
     queries = sum(e.get("prefix_cache_queries") or 0 for e in events)
     hits = sum(e.get("prefix_cache_hits") or 0 for e in events)
     known = any("prefix_cache_queries" in e for e in events)
+    timed = [e for e in events if "gpu_s" in e]  # engine actors report their busy time and GPUs
+    engines = [
+        {**row, "invocation": i} for i, e in enumerate(events) for row in (e.get("per_engine") or [])
+    ]  # fmt: skip
     return {
         "launcher": events[-1].get("launcher"),
         "source": events[-1].get("source"),
@@ -62,6 +66,11 @@ def serving_stats(store: RunStore) -> dict | None:
         "prefix_cache_queries": queries if known else None,
         "prefix_cache_hits": hits if known else None,
         "prefix_cache_hit_rate": round(hits / queries, 6) if queries else None,
+        # Over every invocation of the run (a resume starts engines again): busy x GPUs, alive x GPUs.
+        "gpu_s": round(sum(e["gpu_s"] for e in timed), 3) if timed else None,
+        "gpu_held_s": round(sum(e.get("gpu_held_s") or 0 for e in timed), 3) if timed else None,
+        "engine_busy_s": round(sum(e.get("engine_busy_s") or 0 for e in timed), 3) if timed else None,
+        "engines": engines,
     }
 
 

@@ -332,6 +332,23 @@ def cost(s: dict) -> Table:
                 f"{pct(serving['prefix_cache_hit_rate'])}% of {queries:,} prompt tokens ({hits:,} hits)",
             ]
         )
+    if serving.get("gpu_s") is not None:
+        rollouts = max(1, c["rollouts"])
+        rows.append(
+            [
+                "GPU-seconds: engines busy x GPUs / held (alive x GPUs); per rollout",
+                f"{num(serving['gpu_s'])} / {num(serving['gpu_held_s'])}; {num(serving['gpu_s'] / rollouts)}",
+            ]
+        )
+    for e in serving.get("engines") or []:
+        speed = "—" if e.get("tokens_per_s") is None else f"{e['tokens_per_s']:,.1f} completion tokens/s"
+        where = f"{e['gpus']} GPU(s)" if e.get("gpus") else "CPU"
+        rows.append(
+            [
+                f"engine {e['engine']} ({where}{', run ' + str(e['invocation'] + 1) if e.get('invocation') else ''})",
+                f"{speed} over {num(e['busy_s'])} s busy, {e['requests']:,} requests",
+            ]
+        )
     for name, sel in c["selectors"].items():
         rows.append([f"cost per solved task ({name})", num(sel["per_solved_task"], unit)])
         marginal = ", ".join(num(x) for x in sel["per_extra_point"])

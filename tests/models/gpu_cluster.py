@@ -73,7 +73,13 @@ def main() -> None:
         again = ray.get(pool.engines[home].placement.remote())
         out["revived_at"] = {"node": names[again["node_id"]], "gpus": sorted(again["gpus"])}
         out["after_revival"] = pool.model_for("task-B").chat(msgs("hello")).content
-        out["dead_after_revival"] = pool.stats()["dead"]
+        stats = pool.stats()
+        out["dead_after_revival"] = stats["dead"]
+        from agentbon.models.actors import pool_cache_stats
+
+        figures = pool_cache_stats(stats)
+        out["engine_gpus"] = [e["gpus"] for e in figures["per_engine"]]
+        out["gpu_s"] = figures["gpu_s"]
         # A third engine of 2 GPUs fits nowhere (node c has 1): placement fails fast, saying why.
         try:
             EnginePool("fake", engines=1, num_gpus=2, actor_cls=FakeEngineActor, ready_timeout_s=5)

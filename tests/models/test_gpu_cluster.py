@@ -42,6 +42,7 @@ def test_engines_are_placed_grouped_routed_and_revived_across_gpu_nodes() -> Non
     assert out["revived"] == [home] and out["revived_at"] == out["placed"][home]
     assert out["after_revival"] == "hello seed=None i=0" and out["dead_after_revival"] == []
     assert "cannot place 1 vLLM engine(s) of 2 GPU(s)" in out["third"]
+    assert out["engine_gpus"] == [2, 2] and out["gpu_s"] >= 0  # each engine reports the GPUs Ray gave it
     assert out["groups"] == 2 and out["groups_after_close"] == 0
 
 
