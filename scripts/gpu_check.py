@@ -7,7 +7,14 @@ round finds the prompts in the cache). It prints the load time, completion token
 prefix-cache hit rate per round (vLLM's own ``prefix_cache_{queries,hits}`` counters from
 ``LLM.get_metrics``, and cached / prompt tokens from each ``RequestOutput.num_cached_tokens``), and writes
 them as JSON to ``$OUT/gpu_check.json`` when ``$OUT`` is set. It imports nothing of agentbon (stdlib,
-torch and vllm only), so it runs on a host where only torch and vllm are installed.
+torch and vllm only), so it runs on a host where only torch and vllm are installed. It also counts the GPUs
+``nvidia-smi -L`` lists the way agentbon does to call a machine a GPU host, against torch's count.
+
+Its output says plainly what it checked there and what it did not: ``checked`` and ``not_checked`` (each check
+by key: ``gpu``, ``gpu_host_rule``, ``vllm_engine``, ``best_of_n``, ``prefix_cache``; a check not done carries
+the reason, e.g. vllm missing on the device machine) and ``never_checked_here`` (Ray placement and placement
+groups, tensor parallelism over several GPUs, agentbon's own code, the default model's weights: the simulated
+GPU cluster of ``tests/models/test_gpu_cluster.py`` covers the placement side in CI).
 
 Exit status: 0 done; 2 ``vllm`` is not importable; 3 no CUDA GPU; 4 the model is missing; 1 anything else.
 
@@ -77,7 +84,47 @@ def gpu_info() -> dict[str, Any]:
         x @ x
     torch.cuda.synchronize()
     info["matmul_tflops"] = round(20 * 2 * 4096**3 / (time.perf_counter() - t0) / 1e12, 1)
+    info["nvidia_smi_gpus"] = nvidia_smi_gpus()
     return info
+
+
+def nvidia_smi_gpus() -> int | None:
+    """GPUs ``nvidia-smi -L`` lists, counted as agentbon counts them to call a machine a GPU host
+    (``agentbon.models.vllm_server.gpu_count``: lines starting ``GPU ``); None without the tool."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return sum(line.startswith("GPU ") for line in done.stdout.splitlines()) if done.returncode == 0 else 0
+
+
+CHECKS = {
+    "gpu": "a CUDA GPU torch can use: name, memory, a bf16 matmul (a broken driver/runtime pairing fails here)",
+    "gpu_host_rule": "agentbon's GPU-host detection (nvidia-smi -L) counts as many GPUs as torch sees",
+    "vllm_engine": "vllm.LLM loads a model with prefix caching, as agentbon's EngineActor does",
+    "best_of_n": "best-of-N generation (n samples per prompt) and its completion tokens/s",
+    "prefix_cache": "prompts sharing a long prefix hit vLLM's prefix cache on the second round",
+}
+"""What this script can check, each by key in ``checked`` / ``not_checked`` of its output."""
+NEVER = [
+    "Ray placement of engine actors and tensor-parallel placement groups (Ray is not used here; "
+    "tests/models/test_gpu_cluster.py simulates them)",
+    "tensor parallelism over several GPUs (one GPU, one engine)",
+    "agentbon's own code on the GPU (the script imports only torch and vllm)",
+    "the default model's weights (no model hub: --model DIR or --random-model)",
+]
+"""What it never checks, wherever it runs."""
+
+
+def plain(result: dict[str, Any]) -> None:
+    """Say in the output what was checked here and what was not (and why)."""
+    done = [key for key in CHECKS if result.get(f"checked_{key}")]
+    result["checked"] = {key: CHECKS[key] for key in done}
+    why = result.get("error", "not reached")
+    result["not_checked"] = {key: f"{CHECKS[key]}: {why}" for key in CHECKS if key not in done}
+    result["never_checked_here"] = NEVER
 
 
 def random_model(root: Path) -> Path:
@@ -180,6 +227,7 @@ def main() -> int:
 
 def write(result: dict[str, Any], started: float) -> None:
     """Print the figures and write them to ``$OUT/gpu_check.json`` where ``$OUT`` is set."""
+    plain(result)
     result["total_s"] = round(time.monotonic() - started, 1)
     print(json.dumps(result, indent=2), flush=True)
     out_dir = os.environ.get("OUT")
@@ -194,6 +242,13 @@ def check(a: argparse.Namespace, result: dict[str, Any], started: float) -> int:
     if "error" in result["gpu"] and not a.allow_cpu:
         result["error"] = result["gpu"]["error"]
         return 3
+    if "error" not in result["gpu"]:
+        result["checked_gpu"] = True
+        smi, torch_gpus = result["gpu"]["nvidia_smi_gpus"], result["gpu"]["gpus"]
+        result["checked_gpu_host_rule"] = smi == torch_gpus
+        if smi != torch_gpus:
+            print(f"nvidia-smi -L lists {smi} GPU(s), torch sees {torch_gpus}: agentbon's auto launcher would "
+                  f"{'not ' if not smi else ''}call this a GPU host", file=sys.stderr)
     try:
         import vllm
     except ImportError as e:
@@ -220,6 +275,7 @@ def check(a: argparse.Namespace, result: dict[str, Any], started: float) -> int:
             skip_tokenizer_init=a.random_model, disable_log_stats=False, seed=0, **extra,
         )  # fmt: skip
         result["load_s"] = round(time.monotonic() - t0, 1)
+        result["checked_vllm_engine"] = True
         print(f"vllm {vllm.__version__}: model loaded in {result['load_s']}s", flush=True)
         params = vllm.SamplingParams(
             n=a.n, temperature=0.8, top_p=0.95, max_tokens=a.max_tokens, seed=0, ignore_eos=True,
@@ -237,6 +293,8 @@ def check(a: argparse.Namespace, result: dict[str, Any], started: float) -> int:
         result["prefix_cache_hit_rate_cold"] = rounds[0]["hit_rate"]
         result["prefix_cache_hit_rate_warm"] = rounds[1]["hit_rate"]
         result["completion_tok_per_s"] = rounds[-1]["completion_tok_per_s"]
+        result["checked_best_of_n"] = True
+        result["checked_prefix_cache"] = bool(rounds[1]["hit_rate"])
         result["ok"] = True
         del llm  # releases the engine-core process before the temporary model directory goes
     return 0
