@@ -40,7 +40,7 @@ def report(
     ] = None,
     compare: Annotated[
         tuple[Path, Path] | None,
-        typer.Option("--compare", help="Put two runs side by side: --compare RUN_A RUN_B.", rich_help_panel="Compare"),
+        typer.Option("--compare", help="Put two runs side by side: --compare RUN_A RUN_B (e.g. last night, tonight): headline figures, then per task what changed (newly solved / failing, flaky tests). With --out, compare.md and compare.html.", rich_help_panel="Compare"),
     ] = None,
     out: Annotated[
         Path | None,
@@ -94,13 +94,20 @@ def report(
                      usd_per_mtok_cached=usd_per_mtok_cached, usd_per_sandbox_hour=usd_per_sandbox_hour)  # fmt: skip
     console = Console()
     if compare:
+        from agentbon.report.html import render_tables_html
+        from agentbon.report.nightly import changes_table
+
         a, b = (_summary(p, overrides) for p in compare)
-        table = compare_table(a, b)
-        console.print(rich_table(table))
+        store_a, store_b = (open_store(p) for p in compare)
+        changes = changes_table(store_a, store_b, a.get("primary_selector"), b.get("primary_selector"))
+        tables = [compare_table(a, b), changes]
+        for table in tables:
+            console.print(rich_table(table))
         if out and not no_write:
             out.mkdir(parents=True, exist_ok=True)
-            (out / "compare.md").write_text(md_table(table, level=1))
-            console.print(f"wrote {out / 'compare.md'}")
+            (out / "compare.md").write_text("\n".join(md_table(t, level=1) for t in tables))
+            (out / "compare.html").write_text(render_tables_html(f"{a['run_id']} → {b['run_id']}", tables))
+            console.print(f"wrote {out / 'compare.md'} and {out / 'compare.html'}")
         return
     if run_dir is None:
         raise typer.BadParameter("give a RUN_DIR, or --compare RUN_A RUN_B", param_hint="RUN_DIR")

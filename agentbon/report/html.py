@@ -135,3 +135,13 @@ def render_html(summary: RunReport | dict) -> str:
         f"<title>agentbon report — {escape(s['run_id'])}</title><style>{CSS}</style></head>"
         f"<body><h1>agentbon report — {escape(s['run_id'])}</h1><p>{intro}</p>{body}</body></html>\n"
     )
+
+
+def render_tables_html(title: str, tables: list[Table]) -> str:
+    """A page of tables alone, in the report's style (``agentbon report --compare``'s ``compare.html``)."""
+    body = "".join(_table(t) for t in tables)
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head>"
+        f"<body><h1>{escape(title)}</h1>{body}</body></html>\n"
+    )

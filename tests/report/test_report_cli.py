@@ -50,3 +50,44 @@ def test_not_a_run_directory_is_a_clear_error(tmp_path):
     assert f"{tmp_path}: not a run directory" in result.output
     result = runner.invoke(app, ["report", str(tmp_path / "nope")], env=wide)
     assert result.exit_code == 2 and "nope: no such run directory" in result.output
+
+
+def test_compare_says_per_task_what_changed_overnight_and_which_tests_are_flaky(tmp_path):
+    """Last night (A) and tonight (B): u is newly solved, but by a patch A graded fail (identical patches, both
+    grades: flaky tests); w is new and got no grade (infra); x was dropped; t stayed solved. The per-task table
+    comes most urgent first, in the terminal, compare.md and compare.html."""
+    a = make_run(tmp_path, {"t": "PFFF", "u": "FFFF", "x": "PF"},
+                 {"tests": {"t": [1, 0, 0, 0], "u": [0] * 4, "x": [1, 0]}}, run_id="nightly-1")  # fmt: skip
+    b = make_run(tmp_path, {"t": "PPFF", "u": "PFFF", "w": "II"},
+                 {"tests": {"t": [1, 1, 0, 0], "u": [1, 0, 0, 0], "w": [0, 0]}}, run_id="nightly-2")  # fmt: skip
+    out = tmp_path / "cmp"
+    result = runner.invoke(app, ["report", "--compare", str(a.path), str(b.path), "-o", str(out)], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "Per task: nightly-1 → nightly-2" in result.output and "newly solved (flaky tests)" in result.output
+    md = (out / "compare.md").read_text()
+    changes = md.split("Per task: nightly-1 → nightly-2", 1)[1]
+    rows = [line for line in changes.splitlines() if line.startswith("| ") and not line.startswith(("| task", "|--", "| -"))]
+    assert [r.split(" | ")[0].removeprefix("| ") for r in rows] == ["u", "w", "x", "t"]
+    assert "| u | no-repo | unsolved (0/4 pass) | solved (1/4 pass) | newly solved (flaky tests) | 1 patch(es) graded both ways |" in md
+    assert "| w | no-repo | — | infra (0/0 pass) | new task |  |" in md
+    assert "| x | no-repo | solved (1/2 pass) | — | dropped |  |" in md
+    assert "| t | no-repo | solved (1/4 pass) | solved (2/4 pass) | still solved | 1 patch(es) graded both ways |" in md
+    assert "1 newly solved, 1 new task, 1 dropped, 1 still solved" in md
+    assert "⚠ 2 task(s) have identical patches graded pass once and fail another time" in md
+    html = (out / "compare.html").read_text()
+    assert '<h2 id="changes">' in html and "newly solved (flaky tests)" in html and '<h2 id="compare">' in html
+
+
+def test_a_repository_is_named_the_way_a_reader_names_it():
+    from agentbon.report.nightly import repository
+    from agentbon.types import RepoSource, Task, TestSet
+
+    def task(url: str, **metadata: str) -> Task:
+        return Task(task_id="t", problem_statement="p", repo=RepoSource(url=url, base_commit="0" * 40),
+                    grade=TestSet(command="true"), metadata=metadata)  # fmt: skip
+
+    assert repository(task("https://github.com/psf/requests.git")) == "psf/requests"
+    assert repository(task("git@github.com:psf/requests.git")) == "psf/requests"
+    assert repository(task("/srv/suites/migrate/billing/repo.bundle")) == "billing"
+    assert repository(task("/srv/clones/billing")) == "billing"
+    assert repository(task("https://x/y.git", repo="acme/billing")) == "acme/billing"
