@@ -1,4 +1,4 @@
-"""`agentbon tasks ...`: task suite commands (validate)."""
+"""`agentbon tasks ...`: task suite commands (validate, from-commit)."""
 
 from __future__ import annotations
 
@@ -109,6 +109,74 @@ def _results_table(results, runs: int):
             "\n".join(r.problems) or "-",
         )
     return table
+
+
+@tasks_app.command("from-commit")
+def from_commit(
+    repo: Annotated[str, typer.Argument(help="The repository: a local clone or a git URL.")],
+    commits: Annotated[
+        list[str], typer.Argument(help="Fix commits (or pull-request merge commits): one task each.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Suite folder to write <task_id>/ into.")] = Path("tasks/new"),
+    task_id: Annotated[
+        str | None, typer.Option("--task-id", help="The task's id (one commit only). Default: <repo>-<sha>.")
+    ] = None,
+    problem: Annotated[
+        Path | None,
+        typer.Option("--problem", help="The problem statement, from a file (one commit only). Default: the commit message."),
+    ] = None,
+    package: Annotated[
+        list[str] | None,
+        typer.Option("--package", "-p", help="A pip requirement baked into the task image (repeatable).",
+                     rich_help_panel="Environment"),
+    ] = None,
+    setup: Annotated[
+        list[str] | None,
+        typer.Option("--setup", help="A shell command run while building the task image (repeatable).",
+                     rich_help_panel="Environment"),
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds for one run of the test suite.", rich_help_panel="Sandbox")] = 900.0,
+) -> None:
+    """Bug-fix tasks from fix commits: the fix split into code and test diffs, FAIL_TO_PASS and PASS_TO_PASS found
+    by running the tests at the base with the test diff, with and without the fix (docs/authoring.md).
+
+    A commit that does not give a usable task is reported with the repository and the step where it stopped; the
+    other commits' tasks are still written. Exit 1 when any was refused."""
+    from rich.console import Console
+
+    from agentbon.author.commit import from_commit as make
+    from agentbon.config import SandboxConfig
+    from agentbon.errors import AgentbonError
+    from agentbon.sandbox import make_backend
+    from agentbon.types import Environment
+
+    console = Console()
+    if len(commits) > 1 and (task_id or problem):
+        raise typer.BadParameter("--task-id and --problem name one task: give one commit with them")
+    statement = None
+    if problem is not None:
+        if not problem.is_file():
+            raise typer.BadParameter(f"{problem}: no such file", param_hint="--problem")
+        statement = problem.read_text(encoding="utf-8")
+    environment = Environment(python_packages=package or [], setup=setup or [])
+    try:
+        backend = make_backend(SandboxConfig())
+    except AgentbonError as e:
+        console.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from e
+    refused = 0
+    for commit in commits:
+        try:
+            made = make(repo, commit, out, backend=backend, task_id=task_id, problem=statement, environment=environment,
+                        timeout_s=timeout, say=lambda line: console.print(line, markup=False, highlight=False))  # fmt: skip
+        except AgentbonError as e:
+            refused += 1
+            console.print(f"[red]refused[/] {commit}: {e}", highlight=False)
+            continue
+        console.print(f"[green]wrote[/] {made.task_dir} ({len(made.fail_to_pass)} FAIL_TO_PASS, "
+                      f"{len(made.pass_to_pass)} PASS_TO_PASS); check it: agentbon tasks validate {made.task_dir}")  # fmt: skip
+    if refused:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

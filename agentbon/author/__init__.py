@@ -1,0 +1,1 @@
+"""Making tasks from real repositories (``agentbon tasks from-commit``): docs/authoring.md."""

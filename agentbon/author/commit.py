@@ -1,0 +1,247 @@
+"""A bug-fix task from a repository and the commit that fixed the bug (``agentbon tasks from-commit``).
+
+Steps, each of which can refuse with a ``TaskError`` naming the repository and the step (docs/authoring.md):
+
+1. **read**: the repository (a local path, or a git URL cloned into a temporary mirror); the fix commit; its first
+   parent is the base (for a pull request's merge commit, the target branch before the merge, so the diff is
+   the pull request's);
+2. **split**: the fix's diff into test files (under a ``test``/``tests``/``testing`` folder, ``test_*.py``,
+   ``*_test.py``, ``conftest.py``) and the rest, the code fix. Refused when either side is empty;
+3. **bundle**: ``repo.bundle`` with the history up to the base commit and nothing after it (the fix never
+   enters the task folder except as ``gold.patch``);
+4. **tests**: in two fresh sandboxes of the task's image, the repository's whole pytest suite at the base with
+   the test diff, then with the test diff and the fix. FAIL_TO_PASS: tests that pass with the fix and failed,
+   errored or were not collectable without it (in a file the test diff touches); PASS_TO_PASS: tests that pass
+   in both. Refused when no test goes from failing to passing;
+5. **write**: ``<out>/<task_id>/`` with ``task.yaml``, ``repo.bundle``, ``gold.patch`` and ``test.patch``. The
+   evidence is the PASS_TO_PASS tests (the loader leaves out those that exist only once the test patch is
+   applied). ``agentbon tasks validate`` then checks it three times over, flakiness included.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from agentbon.author.outcomes import PLUGIN
+from agentbon.errors import TaskError
+from agentbon.types import Environment, RepoSource, Task, TestSet
+
+TEST_DIRS = frozenset({"test", "tests", "testing"})
+TASK_ID = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def is_test_path(path: str) -> bool:
+    """True for a file of the test suite: in a test folder, ``test_*.py``, ``*_test.py`` or ``conftest.py``."""
+    parts = PurePosixPath(path).parts
+    name = parts[-1] if parts else ""
+    return (
+        any(p in TEST_DIRS for p in parts[:-1])
+        or (name.startswith("test_") and name.endswith(".py"))
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
+
+
+@dataclass
+class Made:
+    """A task written from a fix commit, and what finding its tests saw."""
+
+    task_dir: Path
+    task_id: str
+    base: str
+    fix: str
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+    before: dict[str, str] = field(default_factory=dict)
+    """Outcome of every test at the base with the test diff."""
+    after: dict[str, str] = field(default_factory=dict)
+    """Outcome of every test with the test diff and the fix."""
+
+
+class Refused(TaskError):
+    """The repository and commit do not give a usable task; ``step`` names where it stopped."""
+
+    def __init__(self, source: str, step: str, problem: str):
+        super().__init__(source, step, problem)
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        return type(self), (self.source, self.field, self.problem)
+
+
+def _repo(source: str, tmp: Path) -> Any:
+    """A GitPython repository for ``source``: the local clone itself, or a mirror of a URL in ``tmp``."""
+    import git
+
+    from agentbon.sandbox.repo import _is_url
+
+    try:
+        if _is_url(source):
+            return git.Repo.clone_from(source, tmp / "mirror.git", mirror=True, quiet=True)
+        return git.Repo(source)
+    except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError) as e:
+        raise Refused(source, "read", f"not a git repository that can be read: {e}") from e
+
+
+def split_fix(repo: Any, source: str, fix_ref: str) -> tuple[str, str, str, str, str]:
+    """``(base sha, fix sha, code diff, test diff, commit message)`` of the fix commit ``fix_ref``."""
+    import git
+
+    try:
+        fix = repo.commit(fix_ref)
+    except (git.BadName, ValueError, git.GitCommandError) as e:
+        raise Refused(source, "read", f"no commit {fix_ref!r} in the repository") from e
+    if not fix.parents:
+        raise Refused(source, "read", f"{fix.hexsha[:12]} is the first commit: there is no base before it")
+    base = fix.parents[0]
+    paths = [p for p in repo.git.diff("--name-only", "--no-renames", base.hexsha, fix.hexsha).splitlines() if p]
+    tests = [p for p in paths if is_test_path(p)]
+    code = [p for p in paths if not is_test_path(p)]
+    if not tests:
+        raise Refused(source, "split", f"{fix.hexsha[:12]} changes no test file ({', '.join(paths[:5])}): nothing "
+                      "would show the bug")  # fmt: skip
+    if not code:
+        raise Refused(source, "split", f"{fix.hexsha[:12]} changes only test files: there is no fix to make")
+
+    def diff(files: list[str]) -> str:
+        return str(repo.git.diff("--no-renames", "--binary", base.hexsha, fix.hexsha, "--", *files)) + "\n"
+
+    return base.hexsha, fix.hexsha, diff(code), diff(tests), str(fix.message)
+
+
+def bundle_base(source: str, base: str, out: Path) -> None:
+    """``out``: a git bundle of the history up to ``base`` only (branch ``main`` at it)."""
+    import git
+
+    from agentbon.sandbox.repo import BRANCH, prepare_repo
+
+    with tempfile.TemporaryDirectory(prefix="agentbon-author-") as tmp:
+        where = Path(tmp) / "repo"
+        prepare_repo(source, base, where)
+        git.Repo(where).git.bundle("create", str(out), BRANCH)
+
+
+def run_suite(backend: Any, task: Task, patches: list[str], label: str, timeout_s: float) -> dict[str, Any]:
+    """Every test's outcome with ``patches`` applied at the base, in a fresh sandbox (the outcomes plugin)."""
+    with backend.open(task, {"stage": "author", "rollout": f"{task.task_id}-{label}"}) as sandbox:
+        workdir = sandbox.workdir
+        for i, patch in enumerate(patches):
+            sandbox.write_file(f"/tmp/agentbon-author/{i}.patch", patch)
+            done = sandbox.exec(f"git apply --whitespace=nowarn /tmp/agentbon-author/{i}.patch", workdir=workdir)
+            if done.exit_code != 0:
+                raise Refused(
+                    task.repo.url, "tests", f"the {label} diff does not apply at the base: {done.output[-300:]}"
+                )
+        sandbox.write_file("/tmp/agentbon-author/plugin/agentbon_outcomes.py", PLUGIN)
+        # The tests run as the sandbox's user (not root where the image allows): a folder it may write in.
+        sandbox.exec("mkdir -p -m 0777 /tmp/agentbon-author/out", workdir=workdir, user="root")
+        result = "/tmp/agentbon-author/out/outcomes.json"
+        command = (
+            f"AGENTBON_OUTCOMES={result} PYTHONPATH=/tmp/agentbon-author/plugin${{PYTHONPATH:+:$PYTHONPATH}} "
+            "python3 -m pytest -p agentbon_outcomes -p no:cacheprovider -q -rN"
+        )
+        ran = sandbox.exec(command, timeout=timeout_s, workdir=workdir)
+        if ran.timed_out:
+            raise Refused(task.repo.url, "tests", f"the test suite ran past {timeout_s:g}s ({label})")
+        try:
+            found: dict[str, Any] = json.loads(sandbox.read_file(result))
+        except (OSError, ValueError) as e:
+            raise Refused(
+                task.repo.url, "tests", f"pytest did not run the suite ({label}, exit {ran.exit_code}): "
+                f"{ran.output[-400:]}",
+            ) from e  # fmt: skip
+        return found
+
+
+def outcome_lists(before: dict[str, str], after: dict[str, str], test_files: set[str]) -> tuple[list[str], list[str]]:
+    """FAIL_TO_PASS and PASS_TO_PASS from the outcomes before and after the fix (both with the test diff)."""
+    f2p, p2p = [], []
+    for test_id, outcome in sorted(after.items()):
+        if outcome != "passed":
+            continue
+        was = before.get(test_id)
+        if was == "passed":
+            p2p.append(test_id)
+        elif was in ("failed", "error") or (was is None and test_id.split("::", 1)[0] in test_files):
+            f2p.append(test_id)
+    return f2p, p2p
+
+
+def default_task_id(source: str, fix: str) -> str:
+    name = source.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1] or "repo"
+    return TASK_ID.sub("-", f"{name}-{fix[:10]}").strip("-.")
+
+
+def from_commit(
+    source: str,
+    fix_ref: str,
+    out: Path,
+    *,
+    backend: Any,
+    task_id: str | None = None,
+    problem: str | None = None,
+    environment: Environment | None = None,
+    timeout_s: float = 900.0,
+    say: Callable[[str], None] = lambda line: None,
+) -> Made:
+    """Write ``<out>/<task_id>/`` for the fix ``fix_ref`` of the repository ``source`` (module docstring)."""
+    environment = environment or Environment()
+    with tempfile.TemporaryDirectory(prefix="agentbon-author-") as tmp:
+        repo = _repo(source, Path(tmp))
+        base, fix, gold, test_patch, message = split_fix(repo, source, fix_ref)
+        task_id = task_id or default_task_id(source, fix)
+        folder = out / task_id
+        if folder.exists():
+            raise Refused(source, "write", f"{folder} exists already (give --task-id, or remove it)")
+        local = repo.git_dir if repo.bare else repo.working_tree_dir
+        staging = Path(tmp) / task_id
+        staging.mkdir()
+        say(f"{task_id}: base {base[:12]}, fix {fix[:12]}: bundling the history up to the base")
+        bundle_base(str(local), base, staging / "repo.bundle")
+        statement = (problem or message).strip()
+        if not statement:
+            raise Refused(source, "problem", "no problem statement: the commit message is empty (give --problem FILE)")
+        provisional = Task(
+            task_id=task_id, problem_statement=statement,
+            repo=RepoSource(url=str(staging / "repo.bundle"), base_commit=base), environment=environment,
+            grade=TestSet(command="true"),
+        )  # fmt: skip
+        say(f"{task_id}: running the test suite at the base with the test diff")
+        before = run_suite(backend, provisional, [test_patch], "test", timeout_s)
+        say(f"{task_id}: running it again with the fix")
+        after = run_suite(backend, provisional, [test_patch, gold], "fix", timeout_s)
+        test_files = {p for p in repo.git.diff("--name-only", base, fix).splitlines() if is_test_path(p)}
+        f2p, p2p = outcome_lists(before["tests"], after["tests"], test_files)
+        if not f2p:
+            failing = [t for t, o in after["tests"].items() if o != "passed"]
+            hint = f"; {len(failing)} fail even with the fix (first: {failing[0]})" if failing else ""
+            raise Refused(
+                source, "tests", f"no test fails before the fix and passes after it (ran {len(after['tests'])} tests"
+                f"{hint}); collection errors with the fix: {after['errors'][:3] or 'none'}",
+            )  # fmt: skip
+        (staging / "gold.patch").write_text(gold)
+        (staging / "test.patch").write_text(test_patch)
+        spec: dict[str, Any] = {
+            "task_id": task_id,
+            "kind": "bugfix",
+            "problem_statement": statement + "\n",
+            "repo": {"url": "repo.bundle", "base_commit": base},
+            "environment": environment.model_dump(exclude_defaults=True) or {"python_packages": []},
+            "evidence": {"runner": "pytest", "pass_to_pass": p2p},
+            "grade": {"runner": "pytest", "fail_to_pass": f2p, "pass_to_pass": p2p, "patch_file": "test.patch"},
+            "gold_patch_file": "gold.patch",
+            "metadata": {"source": source, "fix_commit": fix},
+        }
+        (staging / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, width=120))
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(staging), folder)
+    say(f"{task_id}: {len(f2p)} FAIL_TO_PASS, {len(p2p)} PASS_TO_PASS: {folder}")
+    return Made(folder, task_id, base, fix, f2p, p2p, before["tests"], after["tests"])

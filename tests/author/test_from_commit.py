@@ -1,0 +1,123 @@
+"""`agentbon tasks from-commit` on a small real repository, in real Docker sandboxes.
+
+The repository's history: a base with a bug (``add`` subtracts) and a test suite, the fix commit (the code fix
+plus a new test and an edited one), and a later commit that must never reach the task folder. The task written
+from the fix has the new and edited tests as FAIL_TO_PASS, the untouched passing tests as PASS_TO_PASS, a bundle
+that ends at the base, and it validates (gold resolves, empty does not). Commits that give no usable task are
+refused naming the repository and the step, and the other commits' tasks are still written."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentbon.author.commit import is_test_path, outcome_lists
+from agentbon.cli import app
+from agentbon.tasks import load_task
+
+GIT = ["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *GIT, *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo: Path, files: dict[str, str], message: str) -> str:
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> dict[str, str | Path]:
+    root = tmp_path / "calc"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    base = commit(root, {
+        "calc/__init__.py": "",
+        "calc/ops.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+        "tests/test_ops.py": "from calc.ops import add, mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n\n\n"
+                             "def test_add_zero():\n    assert add(0, 0) == 0\n",
+        "tests/test_other.py": "def test_truth():\n    assert True\n",
+    }, "calc: add and mul")  # fmt: skip
+    fix = commit(root, {
+        "calc/ops.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
+        "tests/test_ops.py": "from calc.ops import add, mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n\n\n"
+                             "def test_add_zero():\n    assert add(0, 0) == 0\n    assert add(0, 1) == 1\n\n\n"
+                             "def test_add():\n    assert add(2, 3) == 5\n",
+    }, "Fix add: it subtracted\n\nadd(2, 3) returned -1 instead of 5.")  # fmt: skip
+    later = commit(root, {"calc/ops.py": "def add(a, b):\n    return b + a  # the future\n\n\ndef mul(a, b):\n    return a * b\n"},
+                   "later")  # fmt: skip
+    code_only = commit(root, {"calc/ops.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"},
+                       "refactor")  # fmt: skip
+    passing = commit(root, {"tests/test_more.py": "from calc.ops import mul\n\n\ndef test_mul_one():\n    assert mul(1, 1) == 1\n",
+                            "calc/ops.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b  # same\n"},
+                     "more tests, no fix")  # fmt: skip
+    return {"root": root, "base": base, "fix": fix, "later": later, "code_only": code_only, "passing": passing}
+
+
+@pytest.mark.docker
+def test_a_fix_commit_becomes_a_task_that_validates_and_bad_commits_are_refused(repo, tmp_path):
+    from agentbon.sandbox import docker_client
+
+    try:
+        docker_client(timeout=10)
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no Docker engine: {e}")
+    out = tmp_path / "suite"
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["tasks", "from-commit", str(repo["root"]), str(repo["fix"]), str(repo["code_only"]), str(repo["passing"]),
+              "--out", str(out), "--timeout", "300"],
+        env={"COLUMNS": "300"},
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output  # two of the three were refused
+    output = " ".join(result.output.split())
+    assert (
+        f"refused {repo['code_only']}: {repo['root']}: split: {str(repo['code_only'])[:12]} changes no test file"
+        in output
+    )
+    assert (
+        f"refused {repo['passing']}: {repo['root']}: tests: no test fails before the fix and passes after it" in output
+    )
+    [folder] = list(out.iterdir())
+    assert folder.name == f"calc-{str(repo['fix'])[:10]}"
+    task = load_task(folder)
+    assert task.grade.fail_to_pass == ["tests/test_ops.py::test_add", "tests/test_ops.py::test_add_zero"]
+    assert task.grade.pass_to_pass == ["tests/test_ops.py::test_mul", "tests/test_other.py::test_truth"]
+    assert task.repo.base_commit == repo["base"] and task.problem_statement.startswith("Fix add: it subtracted")
+    assert "return a + b" in (task.gold_patch or "") and "tests/" not in (task.gold_patch or "")
+    assert "def test_add()" in task.grade.patch and "calc/ops.py" not in task.grade.patch
+    # The bundle holds the past only: the fix and the later commit are not in it.
+    heads = git(folder, "bundle", "list-heads", "repo.bundle")
+    assert heads.split()[0] == repo["base"]
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(folder / "repo.bundle"), str(clone))
+    objects = git(clone, "rev-list", "--all")
+    assert repo["fix"] not in objects and repo["later"] not in objects
+    validated = runner.invoke(app, ["tasks", "validate", str(folder), "--runs", "1"], env={"COLUMNS": "300"})
+    assert validated.exit_code == 0, validated.output
+    assert "valid" in validated.output
+
+
+def test_test_files_are_told_from_code_by_path():
+    assert all(map(is_test_path, ["tests/test_a.py", "pkg/tests/helpers.py", "test/data.json", "a/test_b.py",
+                                  "b_test.py", "conftest.py", "src/pkg/testing/util.py"]))  # fmt: skip
+    assert not any(
+        map(is_test_path, ["pkg/ops.py", "pkg/contest.py", "testsuite.py", "docs/tests.md", "pkg/attest.py"])
+    )
+
+
+def test_fail_to_pass_includes_new_tests_the_base_could_not_collect():
+    before = {"tests/t.py::test_old": "passed", "tests/t.py::test_edit": "failed", "tests/u.py::test_flaky": "error"}
+    after = {"tests/t.py::test_old": "passed", "tests/t.py::test_edit": "passed", "tests/new.py::test_new": "passed",
+             "tests/u.py::test_flaky": "failed", "tests/v.py::test_elsewhere": "passed"}  # fmt: skip
+    f2p, p2p = outcome_lists(before, after, {"tests/t.py", "tests/new.py"})
+    assert f2p == ["tests/new.py::test_new", "tests/t.py::test_edit"]
+    assert p2p == ["tests/t.py::test_old"]  # test_elsewhere was not seen before and its file is not the diff's
