@@ -129,8 +129,11 @@ def bundle_base(source: str, base: str, out: Path) -> None:
         git.Repo(where).git.bundle("create", str(out), BRANCH)
 
 
-def run_suite(backend: Any, task: Task, patches: list[str], label: str, timeout_s: float) -> dict[str, Any]:
-    """Every test's outcome with ``patches`` applied at the base, in a fresh sandbox (the outcomes plugin)."""
+def run_suite(
+    backend: Any, task: Task, patches: list[str], label: str, timeout_s: float, plugins: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Every test's outcome with ``patches`` applied at the base, in a fresh sandbox (the outcomes plugin), with
+    the pytest ``plugins`` (``-p``) loaded too."""
     with backend.open(task, {"stage": "author", "rollout": f"{task.task_id}-{label}"}) as sandbox:
         workdir = sandbox.workdir
         for i, patch in enumerate(patches):
@@ -147,7 +150,7 @@ def run_suite(backend: Any, task: Task, patches: list[str], label: str, timeout_
         command = (
             f"AGENTBON_OUTCOMES={result} PYTHONPATH=/tmp/agentbon-author/plugin${{PYTHONPATH:+:$PYTHONPATH}} "
             "python3 -m pytest -p agentbon_outcomes -p no:cacheprovider -q -rN"
-        )
+        ) + "".join(f" -p {name}" for name in plugins)
         ran = sandbox.exec(command, timeout=timeout_s, workdir=workdir)
         if ran.timed_out:
             raise Refused(task.repo.url, "tests", f"the test suite ran past {timeout_s:g}s ({label})")

@@ -1,11 +1,11 @@
-"""`agentbon tasks ...`: task suite commands (validate, from-commit)."""
+"""`agentbon tasks ...`: task suite commands (validate, from-commit, migration)."""
 
 from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -111,31 +111,43 @@ def _results_table(results, runs: int):
     return table
 
 
+PackageOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--package", "-p", help="A pip requirement baked into the task image (repeatable).",
+        rich_help_panel="Environment",
+    ),
+]  # fmt: skip
+SetupOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--setup", help="A shell command run while building the task image (repeatable).", rich_help_panel="Environment"
+    ),
+]
+SuiteTimeoutOpt = Annotated[
+    float, typer.Option("--timeout", help="Seconds for one run of a test suite.", rich_help_panel="Sandbox")
+]
+
+
 @tasks_app.command("from-commit")
 def from_commit(
     repo: Annotated[str, typer.Argument(help="The repository: a local clone or a git URL.")],
-    commits: Annotated[
-        list[str], typer.Argument(help="Fix commits (or pull-request merge commits): one task each.")
-    ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Suite folder to write <task_id>/ into.")] = Path("tasks/new"),
+    commits: Annotated[list[str], typer.Argument(help="Fix commits (or pull-request merge commits): one task each.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Suite folder to write <task_id>/ into.")] = Path(
+        "tasks/new"
+    ),
     task_id: Annotated[
         str | None, typer.Option("--task-id", help="The task's id (one commit only). Default: <repo>-<sha>.")
     ] = None,
     problem: Annotated[
         Path | None,
-        typer.Option("--problem", help="The problem statement, from a file (one commit only). Default: the commit message."),
+        typer.Option(
+            "--problem", help="The problem statement, from a file (one commit only). Default: the commit message."
+        ),
     ] = None,
-    package: Annotated[
-        list[str] | None,
-        typer.Option("--package", "-p", help="A pip requirement baked into the task image (repeatable).",
-                     rich_help_panel="Environment"),
-    ] = None,
-    setup: Annotated[
-        list[str] | None,
-        typer.Option("--setup", help="A shell command run while building the task image (repeatable).",
-                     rich_help_panel="Environment"),
-    ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds for one run of the test suite.", rich_help_panel="Sandbox")] = 900.0,
+    package: PackageOpt = None,
+    setup: SetupOpt = None,
+    timeout: SuiteTimeoutOpt = 900.0,
 ) -> None:
     """Bug-fix tasks from fix commits: the fix split into code and test diffs, FAIL_TO_PASS and PASS_TO_PASS found
     by running the tests at the base with the test diff, with and without the fix (docs/authoring.md).
@@ -145,10 +157,6 @@ def from_commit(
     from rich.console import Console
 
     from agentbon.author.commit import from_commit as make
-    from agentbon.config import SandboxConfig
-    from agentbon.errors import AgentbonError
-    from agentbon.sandbox import make_backend
-    from agentbon.types import Environment
 
     console = Console()
     if len(commits) > 1 and (task_id or problem):
@@ -158,25 +166,124 @@ def from_commit(
         if not problem.is_file():
             raise typer.BadParameter(f"{problem}: no such file", param_hint="--problem")
         statement = problem.read_text(encoding="utf-8")
-    environment = Environment(python_packages=package or [], setup=setup or [])
+    environment, backend = _environment_and_backend(console, package, setup)
+
+    def write(commit: str) -> Any:
+        return make(repo, commit, out, backend=backend, task_id=task_id, problem=statement, environment=environment,
+                    timeout_s=timeout, say=lambda line: console.print(line, markup=False, highlight=False))  # fmt: skip
+
+    def wrote(made: Any) -> str:
+        return (f"{made.task_dir} ({len(made.fail_to_pass)} FAIL_TO_PASS, {len(made.pass_to_pass)} PASS_TO_PASS); "
+                f"check it: agentbon tasks validate {made.task_dir}")  # fmt: skip
+
+    if _write_each(console, commits, write, str, wrote):
+        raise typer.Exit(1)
+
+
+@tasks_app.command("migration")
+def migration(
+    repos: Annotated[Path, typer.Argument(help="A file listing repositories, one per line: PATH_OR_URL [REF].")],
+    instruction: Annotated[
+        Path, typer.Option("--instruction", "-i", help="The migration's instruction (the problem statement).")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Suite folder to write <name>-<repo>/ into.")] = Path(
+        "tasks/migration"
+    ),
+    name: Annotated[
+        str | None,
+        typer.Option(help="The migration's name, the task ids' prefix. Default: the instruction file's stem."),
+    ] = None,
+    acceptance: Annotated[
+        str | None,
+        typer.Option(
+            help="A shell command, run at the repository's root after the tests, that must exit 0 once migrated."
+        ),
+    ] = None,
+    warnings_as_errors: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--warnings-as-errors",
+            "-W",
+            help="A warning category that is an error in every test (repeatable), e.g. DeprecationWarning.",
+        ),
+    ] = None,
+    package: PackageOpt = None,
+    setup: SetupOpt = None,
+    timeout: SuiteTimeoutOpt = 900.0,
+) -> None:
+    """A migration suite: one task per repository of the list, the instruction as the problem, evidence = grade =
+    the repository's own tests, FAIL_TO_PASS from what fails at the base with the warnings as errors or the
+    acceptance command; tests broken before the migration are in neither list (docs/authoring.md).
+
+    A repository that does not give a usable task is reported with the step where it stopped; the others are still
+    written. Exit 1 when any was refused."""
+    import re
+
+    from rich.console import Console
+
+    from agentbon.author.migration import migration_task, read_list
+
+    console = Console()
+    for path, option in ((repos, "REPOS"), (instruction, "--instruction")):
+        if not path.is_file():
+            raise typer.BadParameter(f"{path}: no such file", param_hint=option)
+    text = instruction.read_text(encoding="utf-8")
+    if not text.strip():
+        raise typer.BadParameter(f"{instruction}: the instruction is empty", param_hint="--instruction")
+    for category in warnings_as_errors or []:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", category):
+            raise typer.BadParameter(f"{category!r} is not a warning category name", param_hint="--warnings-as-errors")
+    lines, errors = read_list(repos)
+    for error in errors:
+        console.print(f"[red]skipped[/] {error}", highlight=False)
+    if not lines:
+        raise typer.BadParameter(f"{repos}: no repository listed", param_hint="REPOS")
+    environment, backend = _environment_and_backend(console, package, setup)
+
+    def write(line: Any) -> Any:
+        return migration_task(
+            line, text, out, name=name or instruction.stem, backend=backend, acceptance=acceptance,
+            warnings_as_errors=tuple(warnings_as_errors or ()), environment=environment, timeout_s=timeout,
+            say=lambda msg: console.print(msg, markup=False, highlight=False),
+        )  # fmt: skip
+
+    def wrote(made: Any) -> str:
+        return (f"{made.task_dir} ({len(made.fail_to_pass)} FAIL_TO_PASS, {len(made.pass_to_pass)} PASS_TO_PASS, "
+                f"{len(made.broken_at_base)} broken at the base)")  # fmt: skip
+
+    if _write_each(console, lines, write, lambda line: f"{line.source} ({line.where})", wrote) or errors:
+        raise typer.Exit(1)
+
+
+def _environment_and_backend(console: Any, package: list[str] | None, setup: list[str] | None) -> tuple[Any, Any]:
+    """The task images' environment from ``--package`` / ``--setup``, and the Docker backend (exit 2 without one)."""
+    from agentbon.config import SandboxConfig
+    from agentbon.errors import AgentbonError
+    from agentbon.sandbox import make_backend
+    from agentbon.types import Environment
+
     try:
-        backend = make_backend(SandboxConfig())
+        return Environment(python_packages=package or [], setup=setup or []), make_backend(SandboxConfig())
     except AgentbonError as e:
         console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from e
+
+
+def _write_each(console: Any, items: list[Any], write: Any, name: Any, wrote: Any) -> int:
+    """Write a task for each item; a refusal is printed with what it names and the others go on. Returns how many
+    were refused."""
+    from agentbon.errors import AgentbonError
+
     refused = 0
-    for commit in commits:
+    for item in items:
         try:
-            made = make(repo, commit, out, backend=backend, task_id=task_id, problem=statement, environment=environment,
-                        timeout_s=timeout, say=lambda line: console.print(line, markup=False, highlight=False))  # fmt: skip
+            made = write(item)
         except AgentbonError as e:
             refused += 1
-            console.print(f"[red]refused[/] {commit}: {e}", highlight=False)
+            console.print(f"[red]refused[/] {name(item)}: {e}", highlight=False)
             continue
-        console.print(f"[green]wrote[/] {made.task_dir} ({len(made.fail_to_pass)} FAIL_TO_PASS, "
-                      f"{len(made.pass_to_pass)} PASS_TO_PASS); check it: agentbon tasks validate {made.task_dir}")  # fmt: skip
-    if refused:
-        raise typer.Exit(1)
+        console.print(f"[green]wrote[/] {wrote(made)}", highlight=False)
+    return refused
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,8 @@ grade's test patch is applied) are listed with why, and do not make a task inval
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import Field
 
 from agentbon.protocols import Verifier
@@ -50,12 +52,26 @@ def flaky_tests(verdicts: list[Verdict]) -> list[str]:
     return [t for t in ids if len({v.tests.get(t, "missing") for v in verdicts}) > 1]
 
 
+def base_problems(task: Task, base: Mapping[str, str]) -> list[str]:
+    """What the outcomes at the base (the empty patch) say against the task's lists."""
+    passing_f2p = [t for t in task.grade.fail_to_pass if base.get(t) == "passed"]
+    failing_p2p = [t for t in task.grade.pass_to_pass if base.get(t) not in (None, "passed")]
+    out = []
+    if passing_f2p:
+        out.append(f"FAIL_TO_PASS tests pass at base: {', '.join(passing_f2p[:3])}")
+    if failing_p2p:
+        out.append(f"PASS_TO_PASS tests fail at base: {', '.join(failing_p2p[:3])}")
+    return out
+
+
 def validate_task(task: Task, verifier: Verifier, runs: int = 3) -> TaskValidation:
     """Check one task (the verifier must not share verdicts between identical patches)."""
     out = TaskValidation(task_id=task.task_id, source=task.source)
     problems: list[str] = []
-    if not task.gold_patch:
+    if not task.gold_patch and task.kind != "migration":
         return out.model_copy(update={"status": "invalid", "problems": ["no gold patch"]})
+    if not task.gold_patch:  # a migration written from a repository list: nobody has done it yet
+        return _without_gold(task, verifier, runs, out)
     gold = [verifier.verify(task, _rollout(task, i, task.gold_patch), "grade") for i in range(runs)]
     empty = [verifier.verify(task, _rollout(task, runs + i, ""), "grade") for i in range(runs)]
     evidence = verifier.verify(task, _rollout(task, 2 * runs, task.gold_patch), "evidence")
@@ -69,13 +85,7 @@ def validate_task(task: Task, verifier: Verifier, runs: int = 3) -> TaskValidati
         problems.append(f"gold patch does not resolve: {bad.reason}")
     if any(v.status == "pass" for v in empty):
         problems.append("the empty patch resolves the task")
-    base = empty[0].tests
-    passing_f2p = [t for t in task.grade.fail_to_pass if base.get(t) == "passed"]
-    failing_p2p = [t for t in task.grade.pass_to_pass if base.get(t) not in (None, "passed")]
-    if passing_f2p:
-        problems.append(f"FAIL_TO_PASS tests pass at base: {', '.join(passing_f2p[:3])}")
-    if failing_p2p:
-        problems.append(f"PASS_TO_PASS tests fail at base: {', '.join(failing_p2p[:3])}")
+    problems += base_problems(task, empty[0].tests)
     if evidence.status == "fail":
         absent = [t for t, outcome in evidence.tests.items() if outcome == "missing"]
         hint = f" ({len(absent)} not found before the test patch: {', '.join(absent[:3])})" if absent else ""
@@ -100,4 +110,34 @@ def validate_task(task: Task, verifier: Verifier, runs: int = 3) -> TaskValidati
             "problems": problems,
             "evidence_left_out": dict(left_out),
         }
+    )
+
+
+def _without_gold(task: Task, verifier: Verifier, runs: int, out: TaskValidation) -> TaskValidation:
+    """A migration without a gold patch (``agentbon tasks migration``): what can be checked without one, the empty
+    patch failing, FAIL_TO_PASS failing and PASS_TO_PASS passing at the base, and every test stable over ``runs``."""
+    empty = [verifier.verify(task, _rollout(task, i, ""), "grade") for i in range(runs)]
+    infra = [v.reason for v in empty if v.status == "infra_error"]
+    decided = [v for v in empty if v.status != "infra_error"]
+    problems: list[str] = []
+    if any(v.status == "pass" for v in decided):
+        problems.append("the empty patch resolves the task")
+    flaky = flaky_tests(empty)
+    if flaky:
+        problems.append(f"{len(flaky)} flaky test(s)")
+    if decided:
+        problems += base_problems(task, decided[0].tests)
+    status = "invalid" if problems else ("infra_error" if infra and not decided else "valid")
+    if infra:
+        problems.append(f"infra errors: {infra[0]}")
+    problems.append("no gold patch: whether the grade accepts a correct migration is not checked")
+    return out.model_copy(
+        update={
+            "status": status,
+            "gold": "—",
+            "empty": _resolved(empty),
+            "evidence": "grade",
+            "flaky": flaky,
+            "problems": problems,
+        }  # fmt: skip
     )
