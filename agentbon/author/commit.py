@@ -31,8 +31,9 @@ from typing import Any
 
 import yaml
 
+from agentbon.author.detect import Detected, detect
 from agentbon.author.outcomes import PLUGIN
-from agentbon.errors import TaskError
+from agentbon.errors import AgentbonError, TaskError
 from agentbon.types import Environment, RepoSource, Task, TestSet
 
 TEST_DIRS = frozenset({"test", "tests", "testing"})
@@ -117,8 +118,9 @@ def split_fix(repo: Any, source: str, fix_ref: str) -> tuple[str, str, str, str,
     return base.hexsha, fix.hexsha, diff(code), diff(tests), str(fix.message)
 
 
-def bundle_base(source: str, base: str, out: Path) -> None:
-    """``out``: a git bundle of the history up to ``base`` only (branch ``main`` at it)."""
+def bundle_base(source: str, base: str, out: Path) -> Detected:
+    """``out``: a git bundle of the history up to ``base`` only (branch ``main`` at it); returns the test
+    environment the repository declares at ``base`` (``detect``)."""
     import git
 
     from agentbon.sandbox.repo import BRANCH, prepare_repo
@@ -127,6 +129,19 @@ def bundle_base(source: str, base: str, out: Path) -> None:
         where = Path(tmp) / "repo"
         prepare_repo(source, base, where)
         git.Repo(where).git.bundle("create", str(out), BRANCH)
+        return detect(where)
+
+
+def environment_for(given: Environment, detected: Detected | None) -> Environment:
+    """The task's environment: what was given, and the detected guess for each field left empty (None: no guess)."""
+    if detected is None:
+        return given
+    update: dict[str, Any] = {}
+    if not given.python_packages and not given.image:
+        update["python_packages"] = detected.python_packages
+    if not given.setup and not given.image:
+        update["setup"] = detected.setup
+    return given.model_copy(update=update)
 
 
 def run_suite(
@@ -192,11 +207,13 @@ def from_commit(
     task_id: str | None = None,
     problem: str | None = None,
     environment: Environment | None = None,
+    detect_environment: bool = True,
     timeout_s: float = 900.0,
     say: Callable[[str], None] = lambda line: None,
 ) -> Made:
-    """Write ``<out>/<task_id>/`` for the fix ``fix_ref`` of the repository ``source`` (module docstring)."""
-    environment = environment or Environment()
+    """Write ``<out>/<task_id>/`` for the fix ``fix_ref`` of the repository ``source`` (module docstring); the
+    environment's empty fields are filled from what the repository declares unless ``detect_environment`` is off."""
+    given = environment or Environment()
     with tempfile.TemporaryDirectory(prefix="agentbon-author-") as tmp:
         repo = _repo(source, Path(tmp))
         base, fix, gold, test_patch, message = split_fix(repo, source, fix_ref)
@@ -208,7 +225,10 @@ def from_commit(
         staging = Path(tmp) / task_id
         staging.mkdir()
         say(f"{task_id}: base {base[:12]}, fix {fix[:12]}: bundling the history up to the base")
-        bundle_base(str(local), base, staging / "repo.bundle")
+        detected = bundle_base(str(local), base, staging / "repo.bundle")
+        environment = environment_for(given, detected if detect_environment else None)
+        for note in detected.notes if detect_environment else []:
+            say(f"{task_id}: environment: {note}")
         statement = (problem or message).strip()
         if not statement:
             raise Refused(source, "problem", "no problem statement: the commit message is empty (give --problem FILE)")
@@ -218,7 +238,12 @@ def from_commit(
             grade=TestSet(command="true"),
         )  # fmt: skip
         say(f"{task_id}: running the test suite at the base with the test diff")
-        before = run_suite(backend, provisional, [test_patch], "test", timeout_s)
+        try:
+            before = run_suite(backend, provisional, [test_patch], "test", timeout_s)
+        except Refused:
+            raise
+        except AgentbonError as e:  # the image did not build (a dependency that does not install), the engine failed
+            raise Refused(source, "environment", f"{type(e).__name__}: {str(e).splitlines()[0][:400]}") from e
         say(f"{task_id}: running it again with the fix")
         after = run_suite(backend, provisional, [test_patch, gold], "fix", timeout_s)
         test_files = {p for p in repo.git.diff("--name-only", base, fix).splitlines() if is_test_path(p)}

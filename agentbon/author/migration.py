@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from agentbon.author.commit import TASK_ID, Refused, _repo, bundle_base, run_suite
+from agentbon.author.commit import TASK_ID, Refused, _repo, bundle_base, environment_for, run_suite
 from agentbon.errors import AgentbonError
 from agentbon.types import Environment, RepoSource, Task, TestSet
 
@@ -151,16 +151,14 @@ def migration_task(
     acceptance: str | None = None,
     warnings_as_errors: tuple[str, ...] = (),
     environment: Environment | None = None,
+    detect_environment: bool = True,
     timeout_s: float = 900.0,
     say: Callable[[str], None] = lambda line: None,
 ) -> Written:
-    """Write ``<out>/<name>-<repo>/`` for one repository of the list (module docstring)."""
+    """Write ``<out>/<name>-<repo>/`` for one repository of the list (module docstring); the environment's empty
+    fields are filled from what the repository declares unless ``detect_environment`` is off."""
     source = line.source
-    environment = environment or Environment()
-    if warnings_as_errors:
-        environment = environment.model_copy(
-            update={"setup": [*environment.setup, plugin_setup(list(warnings_as_errors))]}
-        )
+    given = environment or Environment()
     plugins = [PLUGIN_MODULE] if warnings_as_errors else []
     with tempfile.TemporaryDirectory(prefix="agentbon-migration-") as tmp:
         repo = _repo(source, Path(tmp))
@@ -177,7 +175,13 @@ def migration_task(
         staging.mkdir()
         local = repo.git_dir if repo.bare else repo.working_tree_dir
         say(f"{task_id}: base {base[:12]}: bundling the history up to it")
-        bundle_base(str(local), base, staging / "repo.bundle")
+        detected = bundle_base(str(local), base, staging / "repo.bundle")
+        environment = environment_for(given, detected if detect_environment else None)
+        for note in detected.notes if detect_environment else []:
+            say(f"{task_id}: environment: {note}")
+        if warnings_as_errors:
+            setup = [*environment.setup, plugin_setup(list(warnings_as_errors))]
+            environment = environment.model_copy(update={"setup": setup})
         provisional = Task(
             task_id=task_id, kind="migration", problem_statement=instruction,
             repo=RepoSource(url=str(staging / "repo.bundle"), base_commit=base), environment=environment,

@@ -124,6 +124,13 @@ SetupOpt = Annotated[
         "--setup", help="A shell command run while building the task image (repeatable).", rich_help_panel="Environment"
     ),
 ]
+NoDetectOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-detect", help="Do not fill the environment from what the repository declares (pyproject.toml, "
+        "setup.cfg, requirements files, tox.ini).", rich_help_panel="Environment",
+    ),
+]  # fmt: skip
 SuiteTimeoutOpt = Annotated[
     float, typer.Option("--timeout", help="Seconds for one run of a test suite.", rich_help_panel="Sandbox")
 ]
@@ -147,6 +154,7 @@ def from_commit(
     ] = None,
     package: PackageOpt = None,
     setup: SetupOpt = None,
+    no_detect: NoDetectOpt = False,
     timeout: SuiteTimeoutOpt = 900.0,
 ) -> None:
     """Bug-fix tasks from fix commits: the fix split into code and test diffs, FAIL_TO_PASS and PASS_TO_PASS found
@@ -170,7 +178,7 @@ def from_commit(
 
     def write(commit: str) -> Any:
         return make(repo, commit, out, backend=backend, task_id=task_id, problem=statement, environment=environment,
-                    timeout_s=timeout, say=lambda line: console.print(line, markup=False, highlight=False))  # fmt: skip
+                    detect_environment=not no_detect, timeout_s=timeout, say=lambda line: console.print(line, markup=False, highlight=False))  # fmt: skip
 
     def wrote(made: Any) -> str:
         return (f"{made.task_dir} ({len(made.fail_to_pass)} FAIL_TO_PASS, {len(made.pass_to_pass)} PASS_TO_PASS); "
@@ -209,6 +217,7 @@ def migration(
     ] = None,
     package: PackageOpt = None,
     setup: SetupOpt = None,
+    no_detect: NoDetectOpt = False,
     timeout: SuiteTimeoutOpt = 900.0,
 ) -> None:
     """A migration suite: one task per repository of the list, the instruction as the problem, evidence = grade =
@@ -243,7 +252,8 @@ def migration(
     def write(line: Any) -> Any:
         return migration_task(
             line, text, out, name=name or instruction.stem, backend=backend, acceptance=acceptance,
-            warnings_as_errors=tuple(warnings_as_errors or ()), environment=environment, timeout_s=timeout,
+            warnings_as_errors=tuple(warnings_as_errors or ()), environment=environment, detect_environment=not no_detect,
+            timeout_s=timeout,
             say=lambda msg: console.print(msg, markup=False, highlight=False),
         )  # fmt: skip
 

@@ -1,0 +1,153 @@
+"""A Python project's test environment, read from what the repository declares (task authoring).
+
+Read at the base commit, in this order, each adding what it names (duplicates once, first spelling kept):
+
+- ``pyproject.toml``: ``[project] dependencies``, the ``[project.optional-dependencies]`` and PEP 735
+  ``[dependency-groups]`` named ``test``, ``tests``, ``testing`` or ``dev``;
+- ``setup.cfg``: ``[options] install_requires`` and ``[options.extras_require]`` of those names;
+- ``requirements.txt`` and the test/dev requirement files (``requirements-test.txt``, ``test-requirements.txt``,
+  ``requirements-dev.txt``, ``requirements/test.txt``, ...), following ``-r`` includes inside the repository;
+- ``tox.ini``: ``[testenv] deps``.
+
+A project that can be installed (``pyproject.toml`` with a build system, ``setup.py`` or ``setup.cfg``) also gets
+``pip``, ``setuptools`` and ``wheel`` upgraded first (Debian's setuptools rejects current metadata such as
+PEP 639 licence fields) and itself installed in editable mode, without dependencies (they are the list above), so
+that a ``src/`` layout imports. Lines pip cannot take from a list (``-e``, ``--hash`` options, local paths, the
+project itself) are left out, each with a note. The guesses are fields of ``environment``; give them yourself to
+override (``--package``, ``--setup``, ``--no-detect``). Installing needs the package index at image build time
+only; the sandboxes never need the network.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GROUPS = ("test", "tests", "testing", "dev")
+REQUIREMENT_FILES = (
+    "requirements.txt", "requirements-test.txt", "requirements_test.txt", "test-requirements.txt",
+    "test_requirements.txt", "requirements-tests.txt", "requirements-dev.txt", "requirements_dev.txt",
+    "dev-requirements.txt", "requirements/test.txt", "requirements/tests.txt", "requirements/dev.txt",
+    "requirements/testing.txt",
+)  # fmt: skip
+UPGRADE = ["pip", "setuptools>=77", "wheel"]
+INSTALL_SELF = "python3 -m pip install --no-cache-dir --no-deps -e ."
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+@dataclass
+class Detected:
+    """What the repository declares: pip requirements, set-up commands, and notes on what was read or left out."""
+
+    python_packages: list[str] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _name(requirement: str) -> str:
+    found = _NAME.match(requirement)
+    return found.group(1).lower().replace("_", "-") if found else requirement
+
+
+def _add(out: Detected, requirements: list[str], where: str, project: str | None) -> None:
+    names = {_name(r) for r in out.python_packages}
+    for raw in requirements:
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith(("-", "/", ".")) or "://" in line and "@" not in line:
+            out.notes.append(f"{where}: left out {line!r} (not a requirement pip takes from a list)")
+            continue
+        if project and _name(line) == project:
+            continue  # the project itself: installed from the repository
+        if _name(line) not in names:
+            names.add(_name(line))
+            out.python_packages.append(line)
+
+
+def _requirements_file(root: Path, rel: str, out: Detected, project: str | None, seen: set[str]) -> None:
+    path = (root / rel).resolve()
+    if rel in seen or not path.is_file() or root.resolve() not in path.parents:
+        return
+    seen.add(rel)
+    lines = []
+    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = raw.strip()
+        if line.startswith(("-r ", "--requirement ")):
+            include = str((Path(rel).parent / line.split(None, 1)[1].strip()).as_posix())
+            _requirements_file(root, include, out, project, seen)
+        elif line.startswith(("-c ", "--constraint ")):
+            continue
+        else:
+            lines.append(line)
+    _add(out, lines, rel, project)
+
+
+def detect(root: Path) -> Detected:
+    """The environment the repository at ``root`` declares for its tests (module docstring)."""
+    out = Detected()
+    project: str | None = None
+    installable = (root / "setup.py").is_file() or (root / "setup.cfg").is_file()
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            out.notes.append(f"pyproject.toml: not read ({e})")
+            data = {}
+        meta = data.get("project") or {}
+        project = _name(str(meta["name"])) if meta.get("name") else None
+        installable = installable or "build-system" in data or bool(meta)
+        _add(out, list(meta.get("dependencies") or []), "pyproject.toml [project]", project)
+        extras = meta.get("optional-dependencies") or {}
+        groups = data.get("dependency-groups") or {}
+        for group in GROUPS:
+            _add(out, list(extras.get(group) or []), f"pyproject.toml extra {group!r}", project)
+            _add(
+                out, [g for g in groups.get(group) or [] if isinstance(g, str)], f"dependency group {group!r}", project
+            )
+    setup_cfg = root / "setup.cfg"
+    if setup_cfg.is_file():
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(setup_cfg.read_text(encoding="utf-8"))
+        except (configparser.Error, UnicodeDecodeError) as e:
+            out.notes.append(f"setup.cfg: not read ({e})")
+        else:
+            project = project or (
+                _name(parser.get("metadata", "name")) if parser.has_option("metadata", "name") else None
+            )
+            _add(out, parser.get("options", "install_requires", fallback="").splitlines(), "setup.cfg", project)
+            for group in GROUPS:
+                _add(
+                    out,
+                    parser.get("options.extras_require", group, fallback="").splitlines(),
+                    f"setup.cfg {group}",
+                    project,
+                )
+    seen: set[str] = set()
+    for rel in REQUIREMENT_FILES:
+        _requirements_file(root, rel, out, project, seen)
+    tox = root / "tox.ini"
+    if tox.is_file():
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(tox.read_text(encoding="utf-8"))
+            deps = parser.get("testenv", "deps", fallback="").splitlines()
+        except (configparser.Error, UnicodeDecodeError) as e:
+            out.notes.append(f"tox.ini: not read ({e})")
+            deps = []
+        for dep in deps:
+            dep = dep.strip()
+            if dep.startswith("-r"):
+                _requirements_file(root, dep[2:].strip().replace("{toxinidir}/", ""), out, project, seen)
+            elif "{" not in dep:
+                _add(out, [dep], "tox.ini", project)
+    if installable:
+        out.python_packages = [*UPGRADE, *out.python_packages]
+        out.setup.append(INSTALL_SELF)
+        out.notes.append("installable project: pip, setuptools and wheel upgraded, the project installed editable")
+    return out

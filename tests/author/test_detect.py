@@ -1,0 +1,59 @@
+"""What a repository declares for its tests becomes the task image's environment (pure: files only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentbon.author.commit import environment_for
+from agentbon.author.detect import INSTALL_SELF, UPGRADE, detect
+from agentbon.types import Environment
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_every_declaration_is_read_once_and_the_project_installs_itself(tmp_path):
+    root = write(tmp_path, {
+        "pyproject.toml": '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
+                          '[project]\nname = "Acme_Billing"\ndependencies = ["requests>=2.31", "attrs"]\n'
+                          '[project.optional-dependencies]\ntest = ["pytest>=8", "acme-billing[fast]", "freezegun"]\n'
+                          'docs = ["sphinx"]\n[dependency-groups]\ndev = ["pytest-mock", {include-group = "test"}]\n',
+        "requirements-dev.txt": "-r requirements/base.txt\n-e .\nhypothesis==6.*  # property tests\n# a comment\n",
+        "requirements/base.txt": "Requests\nidna\n",
+        "tox.ini": "[testenv]\ndeps =\n    coverage\n    {posargs}\n    -rrequirements-dev.txt\n",
+    })  # fmt: skip
+    found = detect(root)
+    assert found.python_packages == [
+        *UPGRADE, "requests>=2.31", "attrs", "pytest>=8", "freezegun", "pytest-mock", "idna", "hypothesis==6.*",
+        "coverage",
+    ]  # the project itself (any spelling) and sphinx (docs) are not in it; Requests is requests
+    assert found.setup == [INSTALL_SELF]
+    assert any("left out '-e .'" in note for note in found.notes)
+
+
+def test_setup_cfg_extras_and_a_plain_folder(tmp_path):
+    cfg = write(tmp_path / "cfg", {
+        "setup.cfg": "[metadata]\nname = ledger\n[options]\ninstall_requires =\n    python-dateutil\n"
+                     "[options.extras_require]\ntesting =\n    pytest\n    ledger[extra]\n",
+    })  # fmt: skip
+    assert detect(cfg).python_packages == [*UPGRADE, "python-dateutil", "pytest"]
+    plain = write(tmp_path / "plain", {"calc.py": "x = 1\n", "tests/test_calc.py": "def test(): pass\n"})
+    assert detect(plain).python_packages == [] and detect(plain).setup == []
+
+
+def test_what_is_given_overrides_each_guess():
+    guess = detect.__globals__["Detected"](python_packages=["a"], setup=["make"])
+    assert environment_for(Environment(), guess) == Environment(python_packages=["a"], setup=["make"])
+    assert environment_for(Environment(python_packages=["b"]), guess) == Environment(python_packages=["b"], setup=["make"])
+    assert environment_for(Environment(image="img:1"), guess) == Environment(image="img:1")
+    assert environment_for(Environment(setup=["x"]), None) == Environment(setup=["x"])
+
+
+def test_a_broken_pyproject_is_a_note_not_a_crash(tmp_path):
+    root = write(tmp_path, {"pyproject.toml": "[project\nname = 1\n", "requirements.txt": "six\n"})
+    found = detect(root)
+    assert found.python_packages == ["six"] and "pyproject.toml: not read" in found.notes[0]
