@@ -28,7 +28,14 @@ def test_every_declaration_is_read_once_and_the_project_installs_itself(tmp_path
     })  # fmt: skip
     found = detect(root)
     assert found.python_packages == [
-        *UPGRADE, "requests>=2.31", "attrs", "pytest>=8", "freezegun", "pytest-mock", "idna", "hypothesis==6.*",
+        *UPGRADE,
+        "requests>=2.31",
+        "attrs",
+        "pytest>=8",
+        "freezegun",
+        "pytest-mock",
+        "idna",
+        "hypothesis==6.*",
         "coverage",
     ]  # the project itself (any spelling) and sphinx (docs) are not in it; Requests is requests
     assert found.setup == [INSTALL_SELF]
@@ -48,7 +55,9 @@ def test_setup_cfg_extras_and_a_plain_folder(tmp_path):
 def test_what_is_given_overrides_each_guess():
     guess = detect.__globals__["Detected"](python_packages=["a"], setup=["make"])
     assert environment_for(Environment(), guess) == Environment(python_packages=["a"], setup=["make"])
-    assert environment_for(Environment(python_packages=["b"]), guess) == Environment(python_packages=["b"], setup=["make"])
+    assert environment_for(Environment(python_packages=["b"]), guess) == Environment(
+        python_packages=["b"], setup=["make"]
+    )
     assert environment_for(Environment(image="img:1"), guess) == Environment(image="img:1")
     assert environment_for(Environment(setup=["x"]), None) == Environment(setup=["x"])
 
