@@ -86,6 +86,20 @@ def _requirements_file(root: Path, rel: str, out: Detected, project: str | None,
     _add(out, lines, rel, project)
 
 
+def _group(groups: dict, name: str, seen: set[str]) -> list[str]:
+    """A PEP 735 dependency group's requirements, its ``{include-group = ...}`` entries followed (once each)."""
+    if name in seen:
+        return []
+    seen.add(name)
+    out: list[str] = []
+    for entry in groups.get(name) or []:
+        if isinstance(entry, str):
+            out.append(entry)
+        elif isinstance(entry, dict) and isinstance(entry.get("include-group"), str):
+            out += _group(groups, entry["include-group"], seen)
+    return out
+
+
 def detect(root: Path) -> Detected:
     """The environment the repository at ``root`` declares for its tests (module docstring)."""
     out = Detected()
@@ -106,9 +120,7 @@ def detect(root: Path) -> Detected:
         groups = data.get("dependency-groups") or {}
         for group in GROUPS:
             _add(out, list(extras.get(group) or []), f"pyproject.toml extra {group!r}", project)
-            _add(
-                out, [g for g in groups.get(group) or [] if isinstance(g, str)], f"dependency group {group!r}", project
-            )
+            _add(out, _group(groups, group, set()), f"dependency group {group!r}", project)
     setup_cfg = root / "setup.cfg"
     if setup_cfg.is_file():
         parser = configparser.ConfigParser(interpolation=None)

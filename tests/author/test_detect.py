@@ -21,7 +21,7 @@ def test_every_declaration_is_read_once_and_the_project_installs_itself(tmp_path
         "pyproject.toml": '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
                           '[project]\nname = "Acme_Billing"\ndependencies = ["requests>=2.31", "attrs"]\n'
                           '[project.optional-dependencies]\ntest = ["pytest>=8", "acme-billing[fast]", "freezegun"]\n'
-                          'docs = ["sphinx"]\n[dependency-groups]\ndev = ["pytest-mock", {include-group = "test"}]\n',
+                          'docs = ["sphinx"]\n[dependency-groups]\ndev = ["pytest-mock", {include-group = "lint"}]\nlint = ["ruff"]\n',
         "requirements-dev.txt": "-r requirements/base.txt\n-e .\nhypothesis==6.*  # property tests\n# a comment\n",
         "requirements/base.txt": "Requests\nidna\n",
         "tox.ini": "[testenv]\ndeps =\n    coverage\n    {posargs}\n    -rrequirements-dev.txt\n",
@@ -34,6 +34,7 @@ def test_every_declaration_is_read_once_and_the_project_installs_itself(tmp_path
         "pytest>=8",
         "freezegun",
         "pytest-mock",
+        "ruff",
         "idna",
         "hypothesis==6.*",
         "coverage",
