@@ -81,3 +81,34 @@ def test_a_parcel_lands_once_per_node_and_points_the_task_at_its_copies(tmp_path
     assert prepare_repo(landed.repo.url, sha, tmp_path / "clone") == sha  # the landed bundle is a usable source
     assert unpack(task) is task  # a plain task (local Ray) passes through
     assert isinstance(parcels["t"], Parcel) and ray.is_initialized()
+
+
+def test_only_local_repositories_are_carried(tmp_path, monkeypatch, ray_session):
+    """A task with a prebuilt image (its image has the repository) and one whose repository is a URL (each node
+    clones it into its own mirror) carry the scripts and the recipe only; a ``repo.bundle`` travels as is."""
+    from agentbon.orchestrate.shipping import pack
+    from agentbon.testing import init_repo
+    from agentbon.types import Environment
+
+    monkeypatch.setenv("AGENTBON_CACHE", str(tmp_path / "cache"))
+    for name in ("AGENTBON_VERIFIERS", "AGENTBON_SANDBOXES"):  # unpack sets them: restored after the test
+        monkeypatch.setenv(name, "")
+    sha = init_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
+    subprocess.run(["git", "-C", str(tmp_path / "repo"), "bundle", "create", str(tmp_path / "repo.bundle"), "--all"],
+                   check=True, capture_output=True)  # fmt: skip
+
+    def task(task_id: str, url: str, image: str | None = None) -> Task:
+        return Task(task_id=task_id, problem_statement="p", repo=RepoSource(url=url, base_commit=sha),
+                    environment=Environment(image=image), grade=TestSet(command="true"))  # fmt: skip
+
+    parcels, manifest = pack([
+        task("prebuilt", str(tmp_path / "repo"), image="swebench/sweb.eval.x86_64.x:latest"),
+        task("remote", "https://git.example/acme/calc.git"),
+        task("bundle", str(tmp_path / "repo.bundle")),
+    ])  # fmt: skip
+    assert parcels["prebuilt"].repo is None and parcels["remote"].repo is None
+    assert manifest.repos == 1 and manifest.repo_bytes == (tmp_path / "repo.bundle").stat().st_size
+    import ray
+
+    assert ray.get(parcels["bundle"].repo) == (tmp_path / "repo.bundle").read_bytes()  # as is, not re-bundled
+    assert unpack(parcels["remote"]).repo.url == "https://git.example/acme/calc.git"
