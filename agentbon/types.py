@@ -7,10 +7,11 @@ recognised; records are immutable values (copy with ``model_copy(update=...)``).
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, computed_field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, computed_field, field_validator, model_validator
 
 FORMAT_VERSION = 1
 
@@ -104,6 +105,14 @@ class RepoSource(Record):
     """The commit the rollouts start from (full or abbreviated sha, or a ref)."""
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+RUNNER_ENV = frozenset(
+    {"PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONBREAKPOINT",
+     "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTHONDONTWRITEBYTECODE"}
+)  # fmt: skip
+"""Variables the verifier sets or drops for the test process (``verifiers/agentbon_supervise.py``)."""
+
+
 class Environment(Record):
     """How the task image is made from the base image."""
 
@@ -115,6 +124,25 @@ class Environment(Record):
     """Shell commands run in the repository while building the task image."""
     workdir: str = "/repo"
     """Where the repository lives inside the sandbox."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables of every command in the task's sandboxes, the agent's and the tests' alike, and of the
+    image's set-up commands (``PYTHONPATH: src`` for a ``src/`` layout that is not installed). Values are literal;
+    a relative path is relative to the command's directory, the repository for the agent and the tests."""
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, env: dict[str, str]) -> dict[str, str]:
+        for name, value in env.items():
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"environment.env: {name!r} is not a variable name (letters, digits and _)")
+            if name in RUNNER_ENV:
+                raise ValueError(
+                    f"environment.env: {name} is dropped by the verifier before the tests run (it would change the "
+                    "runner, docs/security.md); put what it does in the repository's own configuration"
+                )
+            if "\0" in value:
+                raise ValueError(f"environment.env: the value of {name} contains a NUL byte")
+        return env
 
 
 class Task(Record):

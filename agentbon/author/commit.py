@@ -141,6 +141,8 @@ def environment_for(given: Environment, detected: Detected | None) -> Environmen
         update["python_packages"] = detected.python_packages
     if not given.setup and not given.image:
         update["setup"] = detected.setup
+    if not given.env:
+        update["env"] = detected.env
     return given.model_copy(update=update)
 
 

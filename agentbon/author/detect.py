@@ -7,7 +7,9 @@ Read at the base commit, in this order, each adding what it names (duplicates on
 - ``setup.cfg``: ``[options] install_requires`` and ``[options.extras_require]`` of those names;
 - ``requirements.txt`` and the test/dev requirement files (``requirements-test.txt``, ``test-requirements.txt``,
   ``requirements-dev.txt``, ``requirements/test.txt``, ...), following ``-r`` includes inside the repository;
-- ``tox.ini``: ``[testenv] deps``.
+- ``tox.ini``: ``[testenv] deps``, and ``setenv`` as the tests' environment variables (literal values only).
+
+A project that cannot be installed but keeps its packages under ``src/`` gets ``PYTHONPATH=src``.
 
 A project that can be installed (``pyproject.toml`` with a build system, ``setup.py`` or ``setup.cfg``) also gets
 ``pip``, ``setuptools`` and ``wheel`` upgraded first (Debian's setuptools rejects current metadata such as
@@ -26,6 +28,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentbon.types import RUNNER_ENV
+
 GROUPS = ("test", "tests", "testing", "dev")
 REQUIREMENT_FILES = (
     "requirements.txt", "requirements-test.txt", "requirements_test.txt", "test-requirements.txt",
@@ -36,6 +40,7 @@ REQUIREMENT_FILES = (
 UPGRADE = ["pip", "setuptools>=77", "wheel"]
 INSTALL_SELF = "python3 -m pip install --no-cache-dir --no-deps -e ."
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass
@@ -44,6 +49,7 @@ class Detected:
 
     python_packages: list[str] = field(default_factory=list)
     setup: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -149,9 +155,11 @@ def detect(root: Path) -> Detected:
         try:
             parser.read_string(tox.read_text(encoding="utf-8"))
             deps = parser.get("testenv", "deps", fallback="").splitlines()
+            setenv = parser.get("testenv", "setenv", fallback="").splitlines()
         except (configparser.Error, UnicodeDecodeError) as e:
             out.notes.append(f"tox.ini: not read ({e})")
-            deps = []
+            deps, setenv = [], []
+        _setenv(out, setenv)
         for dep in deps:
             dep = dep.strip()
             if dep.startswith("-r"):
@@ -162,4 +170,20 @@ def detect(root: Path) -> Detected:
         out.python_packages = [*UPGRADE, *out.python_packages]
         out.setup.append(INSTALL_SELF)
         out.notes.append("installable project: pip, setuptools and wheel upgraded, the project installed editable")
+    elif "PYTHONPATH" not in out.env and any((root / "src").glob("*/__init__.py")):
+        out.env["PYTHONPATH"] = "src"
+        out.notes.append("src/ layout of a project that is not installed: PYTHONPATH=src")
     return out
+
+
+def _setenv(out: Detected, lines: list[str]) -> None:
+    """tox's ``setenv``: ``NAME = value`` lines; values with substitutions (``{...}``) or runner variables left out."""
+    for raw in lines:
+        name, sep, value = raw.strip().partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not _ENV.fullmatch(name):
+            continue
+        if "{" in value or name in RUNNER_ENV:
+            out.notes.append(f"tox.ini: left out setenv {name} (a tox substitution or a variable the verifier owns)")
+            continue
+        out.env.setdefault(name, value)

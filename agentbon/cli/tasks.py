@@ -124,6 +124,13 @@ SetupOpt = Annotated[
         "--setup", help="A shell command run while building the task image (repeatable).", rich_help_panel="Environment"
     ),
 ]
+EnvOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--env", help="NAME=VALUE: an environment variable of the sandboxes' commands and the tests (repeatable; "
+        "PYTHONPATH=src for an uninstalled src/ layout).", rich_help_panel="Environment",
+    ),
+]  # fmt: skip
 NoDetectOpt = Annotated[
     bool,
     typer.Option(
@@ -154,6 +161,7 @@ def from_commit(
     ] = None,
     package: PackageOpt = None,
     setup: SetupOpt = None,
+    env: EnvOpt = None,
     no_detect: NoDetectOpt = False,
     timeout: SuiteTimeoutOpt = 900.0,
 ) -> None:
@@ -174,7 +182,7 @@ def from_commit(
         if not problem.is_file():
             raise typer.BadParameter(f"{problem}: no such file", param_hint="--problem")
         statement = problem.read_text(encoding="utf-8")
-    environment, backend = _environment_and_backend(console, package, setup)
+    environment, backend = _environment_and_backend(console, package, setup, env)
 
     def write(commit: str) -> Any:
         return make(repo, commit, out, backend=backend, task_id=task_id, problem=statement, environment=environment,
@@ -217,6 +225,7 @@ def migration(
     ] = None,
     package: PackageOpt = None,
     setup: SetupOpt = None,
+    env: EnvOpt = None,
     no_detect: NoDetectOpt = False,
     timeout: SuiteTimeoutOpt = 900.0,
 ) -> None:
@@ -247,7 +256,7 @@ def migration(
         console.print(f"[red]skipped[/] {error}", highlight=False)
     if not lines:
         raise typer.BadParameter(f"{repos}: no repository listed", param_hint="REPOS")
-    environment, backend = _environment_and_backend(console, package, setup)
+    environment, backend = _environment_and_backend(console, package, setup, env)
 
     def write(line: Any) -> Any:
         return migration_task(
@@ -265,15 +274,32 @@ def migration(
         raise typer.Exit(1)
 
 
-def _environment_and_backend(console: Any, package: list[str] | None, setup: list[str] | None) -> tuple[Any, Any]:
-    """The task images' environment from ``--package`` / ``--setup``, and the Docker backend (exit 2 without one)."""
+def _environment_and_backend(
+    console: Any, package: list[str] | None, setup: list[str] | None, env: list[str] | None
+) -> tuple[Any, Any]:
+    """The task images' environment from ``--package`` / ``--setup`` / ``--env``, and the Docker backend (exit 2
+    without one or on a malformed option)."""
+    import pydantic
+
     from agentbon.config import SandboxConfig
     from agentbon.errors import AgentbonError
     from agentbon.sandbox import make_backend
     from agentbon.types import Environment
 
+    variables: dict[str, str] = {}
+    for item in env or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            console.print(f"[red]error:[/] --env {item!r}: expected NAME=VALUE")
+            raise typer.Exit(2)
+        variables[name] = value
     try:
-        return Environment(python_packages=package or [], setup=setup or []), make_backend(SandboxConfig())
+        environment = Environment(python_packages=package or [], setup=setup or [], env=variables)
+    except pydantic.ValidationError as e:
+        console.print(f"[red]error:[/] --env: {e.errors()[0]['msg']}", markup=False, highlight=False)
+        raise typer.Exit(2) from e
+    try:
+        return environment, make_backend(SandboxConfig())
     except AgentbonError as e:
         console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from e

@@ -348,7 +348,7 @@ class DockerBackend:
                 name=name,
                 labels=tags,
                 working_dir=image.workdir,
-                environment=SANDBOX_ENV,
+                environment={**SANDBOX_ENV, **dict(image.env)},
                 hostname="sandbox",
                 host_config=host_config,
             )["Id"]

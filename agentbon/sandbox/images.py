@@ -50,6 +50,12 @@ class TaskImage:
     built: bool = False
     """True when this call built it; False when it came from the cache or was prebuilt."""
     build_s: float = 0.0
+    env: tuple[tuple[str, str], ...] = ()
+    """The task's ``environment.env``, set in every container started from this image."""
+
+
+def _env(task: Task) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(task.environment.env.items()))
 
 
 def _build_script(task: Task, ca: bool) -> str:
@@ -68,6 +74,7 @@ def _build_script(task: Task, ca: bool) -> str:
         )
     if env.python_packages:
         lines.append(f"python3 -m pip install --no-cache-dir -r {BUILD_DIR}/requirements.txt")
+    lines += [f"export {name}={shlex.quote(value)}" for name, value in sorted(env.env.items())]
     lines += ["set -x", f"cd {shlex.quote(env.workdir)}", *env.setup]
     return "\n".join(lines) + "\n"
 
@@ -134,7 +141,7 @@ def _prebuilt(client: docker.DockerClient, task: Task) -> TaskImage:
             raise ImageBuildError(
                 f"{task.source or task.task_id}: environment.image {image!r}: pull failed: {e}"
             ) from e
-    return TaskImage(ref=image, base_commit=task.repo.base_commit, workdir=task.environment.workdir)
+    return TaskImage(ref=image, base_commit=task.repo.base_commit, workdir=task.environment.workdir, env=_env(task))
 
 
 def _build(client: docker.DockerClient, task: Task, context: Path, tag: str, sha: str, args: dict[str, str]) -> None:
@@ -173,7 +180,7 @@ def task_image(client: docker.DockerClient, task: Task, say: Callable[[str], Non
         files, args = _spec(task, base, sha)
         tag = _tag(task, _key(base_id, sha, files, args))
         if _has_image(client, tag):
-            return TaskImage(ref=tag, base_commit=sha, workdir=task.environment.workdir)
+            return TaskImage(ref=tag, base_commit=sha, workdir=task.environment.workdir, env=_env(task))
     with tempfile.TemporaryDirectory(prefix="agentbon-build-") as tmp:
         context = Path(tmp)
         started = time.monotonic()
@@ -182,7 +189,7 @@ def task_image(client: docker.DockerClient, task: Task, say: Callable[[str], Non
         tag = _tag(task, _key(base_id, sha, files, args))
         with file_lock(tag):
             if _has_image(client, tag):  # built by another process meanwhile
-                return TaskImage(ref=tag, base_commit=sha, workdir=task.environment.workdir)
+                return TaskImage(ref=tag, base_commit=sha, workdir=task.environment.workdir, env=_env(task))
             for name, text in files.items():
                 (context / name).parent.mkdir(parents=True, exist_ok=True)
                 (context / name).write_text(text)
@@ -191,5 +198,10 @@ def task_image(client: docker.DockerClient, task: Task, say: Callable[[str], Non
             say(f"building {tag}")
             _build(client, task, context, tag, sha, args)
         return TaskImage(
-            ref=tag, base_commit=sha, workdir=task.environment.workdir, built=True, build_s=time.monotonic() - started
+            ref=tag,
+            base_commit=sha,
+            workdir=task.environment.workdir,
+            built=True,
+            build_s=time.monotonic() - started,
+            env=_env(task),
         )

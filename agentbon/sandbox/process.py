@@ -43,7 +43,14 @@ class ProcessSandbox:
 
     isolation = ISOLATION
 
-    def __init__(self, root: Path, base_commit: str, config: SandboxConfig, venv: Path | None = None):
+    def __init__(
+        self,
+        root: Path,
+        base_commit: str,
+        config: SandboxConfig,
+        venv: Path | None = None,
+        env: dict[str, str] | None = None,
+    ):
         self.root = root.resolve()
         self.id = self.name = root.name
         self.workdir = str(root / "repo")
@@ -67,6 +74,7 @@ class ProcessSandbox:
             "GIT_PAGER": "cat",
             "TERM": "dumb",
             **GIT_IDENTITY,
+            **(env or {}),
         }
 
     def _check(self) -> None:
@@ -228,7 +236,7 @@ class ProcessBackend:
         repo.git.reflog("expire", "--expire=now", "--all")
         repo.close()
         venv = where / "venv" if (where / "venv").is_dir() else None
-        sandbox = ProcessSandbox(root, sha, self.config, venv)
+        sandbox = ProcessSandbox(root, sha, self.config, venv, task.environment.env)
         for command in task.environment.setup:
             result = sandbox.exec(command, timeout=self.config.setup_timeout_s)
             if not result.ok:

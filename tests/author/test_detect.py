@@ -54,12 +54,15 @@ def test_setup_cfg_extras_and_a_plain_folder(tmp_path):
 
 
 def test_what_is_given_overrides_each_guess():
-    guess = detect.__globals__["Detected"](python_packages=["a"], setup=["make"])
-    assert environment_for(Environment(), guess) == Environment(python_packages=["a"], setup=["make"])
-    assert environment_for(Environment(python_packages=["b"]), guess) == Environment(
-        python_packages=["b"], setup=["make"]
+    guess = detect.__globals__["Detected"](python_packages=["a"], setup=["make"], env={"PYTHONPATH": "src"})
+    assert environment_for(Environment(), guess) == Environment(
+        python_packages=["a"], setup=["make"], env={"PYTHONPATH": "src"}
     )
-    assert environment_for(Environment(image="img:1"), guess) == Environment(image="img:1")
+    assert environment_for(Environment(env={"X": "1"}), guess).env == {"X": "1"}
+    assert environment_for(Environment(python_packages=["b"]), guess) == Environment(
+        python_packages=["b"], setup=["make"], env={"PYTHONPATH": "src"}
+    )
+    assert environment_for(Environment(image="img:1"), guess) == Environment(image="img:1", env={"PYTHONPATH": "src"})
     assert environment_for(Environment(setup=["x"]), None) == Environment(setup=["x"])
 
 
@@ -67,3 +70,17 @@ def test_a_broken_pyproject_is_a_note_not_a_crash(tmp_path):
     root = write(tmp_path, {"pyproject.toml": "[project\nname = 1\n", "requirements.txt": "six\n"})
     found = detect(root)
     assert found.python_packages == ["six"] and "pyproject.toml: not read" in found.notes[0]
+
+
+def test_test_variables_from_tox_and_an_uninstalled_src_layout(tmp_path):
+    root = write(tmp_path / "tox", {
+        "tox.ini": "[testenv]\nsetenv =\n    TZ = UTC\n    HOME = {envtmpdir}\n    PYTEST_ADDOPTS = -p evil\n"
+                   "    not a line\n",
+        "src/ledger/__init__.py": "",
+    })  # fmt: skip
+    found = detect(root)
+    assert found.env == {"TZ": "UTC", "PYTHONPATH": "src"}  # substitutions and the verifier's own variables left out
+    assert sum("left out setenv" in note for note in found.notes) == 2
+    installed = write(tmp_path / "installed", {"setup.py": "", "src/ledger/__init__.py": ""})
+    assert detect(installed).env == {}  # installed editable: src/ imports without a path
+    assert detect(write(tmp_path / "flat", {"ledger/__init__.py": ""})).env == {}

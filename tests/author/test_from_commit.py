@@ -121,3 +121,17 @@ def test_fail_to_pass_includes_new_tests_the_base_could_not_collect():
     f2p, p2p = outcome_lists(before, after, {"tests/t.py", "tests/new.py"})
     assert f2p == ["tests/new.py::test_new", "tests/t.py::test_edit"]
     assert p2p == ["tests/t.py::test_old"]  # test_elsewhere was not seen before and its file is not the diff's
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [("NOEQUALS", "expected NAME=VALUE"), ("1X=a", "not a variable name"), ("PYTEST_PLUGINS=x", "dropped by")],
+)
+def test_a_malformed_env_option_stops_before_any_work(tmp_path, given, said):
+    out = tmp_path / "suite"
+    result = CliRunner().invoke(
+        app, ["tasks", "from-commit", str(tmp_path / "nowhere"), "abc123", "--env", given, "--out", str(out)],
+        env={"COLUMNS": "300"},
+    )  # fmt: skip
+    assert result.exit_code == 2 and said in result.output and "--env" in result.output
+    assert not out.exists()

@@ -58,6 +58,23 @@ def test_the_cache_key_follows_the_environment(engine, sandbox_config, tiny_repo
         assert box.exec("test -e /tmp/agentbon-build").exit_code == 1  # the build files (and CA) are gone
 
 
+def test_the_tasks_variables_reach_set_up_agent_and_prebuilt_images(engine, sandbox_config, tiny_repo, run_labels):
+    env = {"PYTHONPATH": "src", "ACME_MODE": "it's $HOME"}  # literal: no quoting or expansion on the way
+    task = make_task(tiny_repo, "tiny-env", env=env, setup=['printf "%s|%s" "$PYTHONPATH" "$ACME_MODE" > /opt/seen'])
+    backend = DockerBackend(sandbox_config, engine)
+    image = backend.image_for(task)
+    assert image.env == tuple(sorted(env.items()))
+    with backend.open(task, run_labels) as box:
+        assert box.exec("cat /opt/seen").output == "src|it's $HOME"
+        assert box.exec('printf "%s|%s" "$PYTHONPATH" "$ACME_MODE"').output == "src|it's $HOME"
+        assert box.exec("python3 -c 'import sys; print(sys.path[1])'").output.strip() == f"{box.workdir}/src"
+    prebuilt = make_task(tiny_repo, "tiny-env-prebuilt", image=image.ref, env={"ACME_MODE": "prebuilt"})
+    with backend.open(prebuilt, run_labels) as box:
+        assert box.exec('printf "%s" "$ACME_MODE"').output == "prebuilt"
+    with backend.open(make_task(tiny_repo, "tiny-env-none"), run_labels) as box:
+        assert box.exec('printf "%s" "${ACME_MODE-unset}"').output == "unset"
+
+
 def test_failing_setup_is_an_image_build_error(engine, sandbox_config, tiny_repo):
     task = make_task(tiny_repo, "tiny-broken", setup=["echo about to fail", "exit 3"])
     with pytest.raises(ImageBuildError, match="(?s)tiny-broken.*returned a non-zero code: 3.*about to fail"):

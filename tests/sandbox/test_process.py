@@ -151,3 +151,9 @@ def test_make_backend_picks_and_falls_back(monkeypatch, tmp_path):
     with pytest.raises(EngineUnavailable, match="cannot be reached"):
         make_backend(SandboxConfig())
     assert isinstance(make_backend(SandboxConfig(), allow_fallback=True), ProcessBackend)
+
+
+def test_the_tasks_variables_reach_every_command(process_backend, tiny_repo):
+    task = make_task(tiny_repo, "tiny-env", env={"PYTHONPATH": "src", "ACME_MODE": "a b"}, setup=['test "$ACME_MODE" = "a b"'])
+    with process_backend.open(task, {"run_id": "proctest", "rollout_id": "tiny-env/0"}) as box:
+        assert box.exec('printf "%s|%s" "$PYTHONPATH" "$ACME_MODE"').output == "src|a b"

@@ -95,6 +95,9 @@ def test_every_error_names_a_real_file():
         ({"kind": "feature"}, "kind", "Input should be"),
         ({"version": 99}, "version", "newer"),
         ({"problem_statement": "  "}, "problem_statement", "empty"),
+        ({"environment": {"env": {"1X": "a"}}}, "environment.env", "not a variable name"),
+        ({"environment": {"env": {"PYTEST_ADDOPTS": "-p x"}}}, "environment.env", "dropped by the verifier"),
+        ({"environment": {"env": {"X": 3}}}, "environment.env.X", "valid string"),
     ],
 )
 def test_each_field_problem_is_reported_where_it_is(tmp_path, edit, field, problem):

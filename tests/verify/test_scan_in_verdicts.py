@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 from verify_task import GOLD
 
@@ -105,3 +106,11 @@ def test_interpreter_dirs_name_site_packages_and_etc():
     sup = supervise_module()
     dirs = sup.interpreter_dirs()
     assert "/etc" in dirs and any(d.endswith(("site-packages", "dist-packages")) for d in dirs)
+
+
+def test_a_task_may_not_set_a_variable_the_verifier_drops_or_sets():
+    from agentbon.types import RUNNER_ENV
+
+    module = supervise_module()
+    module.os = SimpleNamespace(environ={})  # this fresh copy sees an empty environment: what it sets is left
+    assert set(module.DROPPED_ENV) | set(module.clean_env({})) <= RUNNER_ENV
