@@ -93,7 +93,9 @@ def main():
         start_new_session=True,
     )
     os.close(write_end)
-    handover = {k: spec.get(k) for k in ("runner", "ids", "plugins", "plugin_autoload")}
+    handover = {k: spec.get(k) for k in ("runner", "ids", "plugins", "plugin_autoload", "files", "settings")}
+    if spec.get("no_cache"):  # SymPy's bin/test -C, before the child imports anything
+        env["SYMPY_USE_CACHE"] = "no"
     handover.update(fd=write_end, nonce=nonce)
     try:
         proc.stdin.write(json.dumps(handover).encode())

@@ -5,11 +5,12 @@ stdin, read before anything of the repository is imported. The framework is impo
 interpreter's own paths first (as ``pytest_boot.py`` does), then the repository is put first on ``sys.path``.
 
 Each selected test's callable is wrapped just before it is called (pytest: in ``pytest_runtest_call``, after
-setup; unittest: on the test case instance): the wrapper writes ``call`` when it starts and ``pass`` or
-``fail <exception>`` when the test's own code returns or raises, straight to the descriptor, before any
-report object exists. Reports, JUnit XML and exit codes play no part. A callable that is not the one
-collected from the test file (replaced by a plugin after collection) is recorded as a failure, and a
-unittest test whose subtests failed as well.
+setup; unittest: on the test case instance; Django: on each test case instance as it is made, then
+``tests/runtests.py`` runs; SymPy: the test function itself, called from its module): the wrapper writes
+``call`` when it starts and ``pass`` or ``fail <exception>`` when the test's own code returns or raises,
+straight to the descriptor, before any report object exists. Reports, JUnit XML and exit codes play no part.
+A callable that is not the one collected from the test file (replaced by a plugin after collection) is
+recorded as a failure, and a unittest test whose subtests failed as well.
 """
 
 import functools
@@ -18,6 +19,8 @@ import json
 import os
 import re
 import sys
+import traceback
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -213,6 +216,63 @@ def run_unittest(config, records):
             test.run(unittest.TestResult())
 
 
+def run_django(config, records):
+    """Django's own ``tests/runtests.py``, run in this process with the ids as its labels (``app.tests.C.test_x``),
+    one process, no parallel workers. Each selected test case is wrapped when it is made, before Django's runner
+    sees it: the method an instance will call is the recorder's wrapper around the one its class had."""
+    import runpy
+    import unittest
+
+    cwd = os.getcwd()
+    wanted = {t: i for i, t in enumerate(config["ids"])}
+    made = unittest.TestCase.__init__
+
+    def init(self, methodName="runTest"):
+        made(self, methodName)
+        index = wanted.get(self.id())
+        if index is not None and hasattr(self, methodName):
+            wrapped = records.wrap(getattr(self, methodName), index)
+
+            def bound(_self, *args, **kwargs):
+                return wrapped(*args, **kwargs)
+
+            # a bound method, not a plain function: unittest's loader takes an instance's function for a static one
+            setattr(self, methodName, types.MethodType(bound, self))
+
+    unittest.TestCase.__init__ = init
+    script = os.path.join(cwd, "tests", "runtests.py")
+    argv = [script, "--verbosity", "0", "--parallel", "1"]
+    if config.get("settings"):
+        argv.append("--settings=" + config["settings"])
+    sys.argv = argv + list(config["ids"])
+    sys.path[:] = [os.path.dirname(script)] + sys.path  # as ``python tests/runtests.py`` puts its folder first
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit:
+        pass
+
+
+def run_sympy(config, records):
+    """SymPy's test functions called from the files the harness's command names, each by its name, in this process
+    (as ``bin/test`` calls them: no fixtures, no arguments). A name found in several files is called in each."""
+    import importlib
+
+    sys.path[:] = [os.getcwd()] + sys.path
+    wanted = {t: i for i, t in enumerate(config["ids"])}
+    for path in config.get("files") or []:
+        try:
+            module = importlib.import_module(path[:-3].replace("/", "."))
+        except BaseException:  # an import that fails: its tests are missing
+            continue
+        for name, index in wanted.items():
+            fn = vars(module).get(name)
+            if callable(fn):
+                try:
+                    records.wrap(fn, index)()
+                except BaseException:
+                    pass
+
+
 def main():
     config = json.loads(sys.stdin.buffer.read().decode("utf-8") or "{}")
     sys.stdin.close()
@@ -222,10 +282,17 @@ def main():
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") not in (cwd, HERE)] + [HERE]
     sys.dont_write_bytecode = True
     try:
-        if config.get("runner") == "unittest":
+        runner = config.get("runner")
+        if runner == "unittest":
             run_unittest(config, records)
+        elif runner == "django":
+            run_django(config, records)
+        elif runner == "sympy":
+            run_sympy(config, records)
         else:
             run_pytest(config, records)
+    except BaseException:  # the ids it did not reach are missing; say why in the output the verdict keeps
+        traceback.print_exc()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -28,6 +28,12 @@ def command_span(eval_script: str) -> tuple[int, int] | None:
     return None if start is None or end is None else (start + 1, end)
 
 
+def test_command(eval_script: str) -> str | None:
+    """The lines between the markers (the test command and its directives), or None without markers."""
+    span = command_span(eval_script)
+    return None if span is None else "\n".join(eval_script.split("\n")[span[0] : span[1]]).strip()
+
+
 def setup_part(eval_script: str) -> str | None:
     """The lines before the start marker (environment, ``cd``, the reset and the test patch), or None without
     markers."""

@@ -19,7 +19,6 @@ from typing import Any
 from agentbon.errors import MissingExtra
 from agentbon.protocols import Sandbox
 from agentbon.types import Task, TestOutcome, TestSet, VerdictStatus
-from agentbon.verify import evalscript
 
 LOG_LIMIT = 32 << 20
 CONDA_ACTIVATE = "/opt/miniconda3/bin/activate"
@@ -105,15 +104,27 @@ their instances' FAIL_TO_PASS ids are pytest node ids, which the second check ca
 and an honest candidate would be flagged (docs/security.md, "Second check")."""
 
 
+SECOND_RUNNERS = {
+    **dict.fromkeys(PYTEST_PARSERS, "pytest"),
+    "parse_log_matplotlib": "pytest-plain",
+    "parse_log_django": "django",
+    "parse_log_sympy": "sympy",
+}
+"""How the second check drives an instance, by its log parser's function (docs/security.md, "Second check"):
+pytest node ids (``pytest-plain``: only ids without parameters, which ``parse_log_matplotlib`` leaves as they are),
+Django's ``tests/runtests.py`` with the ids as test labels, SymPy's test functions called from their files."""
+
+
 def pytest_family(tests: TestSet) -> bool:
     """Whether the test set's log parser reads pytest output (so its ids are pytest node ids)."""
+    return second_runner(tests) in ("pytest", "pytest-plain")
+
+
+def second_runner(tests: TestSet) -> str | None:
+    """How the second check drives this test set's FAIL_TO_PASS ids (None: it cannot: a parser of another
+    language's runner)."""
     parser = swebench().parsers.get(tests.log_parser)
-    return getattr(parser, "__name__", "") in PYTEST_PARSERS
-
-
-def setup_script(task: Task, tests: TestSet) -> str | None:
-    """The eval script up to its test command (environment, ``cd``, reset, test patch), or None without markers."""
-    return evalscript.setup_part(eval_script(task, tests))
+    return SECOND_RUNNERS.get(getattr(parser, "__name__", ""))
 
 
 def eval_script(task: Task, tests: TestSet) -> str:

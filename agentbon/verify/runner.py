@@ -44,7 +44,7 @@ from agentbon.diffs import files_touched
 from agentbon.errors import InfraError, SandboxDiskLimit
 from agentbon.protocols import Sandbox, SandboxBackend
 from agentbon.types import Flag, Role, Rollout, Task, TestSet, Verdict, patch_hash
-from agentbon.verify import canary, guard, harness, second
+from agentbon.verify import canary, evalscript, guard, harness, second
 from agentbon.verify.cache import VerdictCache
 from agentbon.verify.grading import crosscheck, grade, graded_ids
 from agentbon.verify.junit import JUnitError, outcomes_for, parse_junit
@@ -397,10 +397,11 @@ class TestVerifier:
         the first run's sandbox, scripts or files. A disagreement fails the verdict and flags it."""
         status, reason, fields = first
         harnessed = tests.runner == "swebench"
-        # A harness instance is driven as pytest when its log parser reads pytest (docs/swebench.md).
-        runner = ("pytest" if harness.pytest_family(tests) else None) if harnessed else tests.runner
+        # A harness instance is driven by what its log parser reads (docs/security.md, "Second check").
+        runner = harness.second_runner(tests) if harnessed else tests.runner
         ids = second.ids_to_check(tests, fields.get("tests", {}), runner)
-        setup = harness.setup_script(task, tests) if harnessed and ids else None
+        script = harness.eval_script(task, tests) if harnessed and ids else ""
+        setup = evalscript.setup_part(script) if script else None
         if not ids or (harnessed and setup is None):
             return first
         try:
@@ -410,7 +411,10 @@ class TestVerifier:
                     self._apply_candidate(sandbox, task, patch, vdir, {"tampered": []})
                 if not harnessed:  # the eval script's setup part applies the harness's test patch
                     self._apply_tests(sandbox, tests, vdir)
-                answer = self._ask_second(sandbox, tests, ids, vdir, setup, activate=task.kind == "swebench")
+                answer = self._ask_second(
+                    sandbox, tests, ids, vdir, setup, activate=task.kind == "swebench", runner=runner,
+                    command=evalscript.test_command(script) or "",
+                )  # fmt: skip
                 if not sandbox.isolation.startswith("docker"):  # a container goes with its files
                     self._sh(sandbox, f"rm -rf {vdir}")
         except _Fail as f:
@@ -435,6 +439,8 @@ class TestVerifier:
         vdir: str,
         setup: str | None = None,
         activate: bool = False,
+        runner: str | None = None,
+        command: str = "",
     ) -> second.Answer:
         """Run the driver and read its answer. ``setup``: a harness eval script's part before its test command,
         run first in the same shell (as root, as the harness runs it, its output to a file), so that the driver
@@ -456,9 +462,7 @@ class TestVerifier:
         )
         if setup is not None:  # the harness's test command runs with the environment's plugins
             autoload = True
-        spec = second.spec(
-            tests, ids, nonce, self.config.timeout_s, plugins, autoload, runner="pytest" if setup else None
-        )
+        spec = second.spec(tests, ids, nonce, self.config.timeout_s, plugins, autoload, runner=runner, command=command)
         sandbox.write_file(spec_path, json.dumps(spec))
         command = f'PY=$(command -v python3 || command -v python) && exec "$PY" -I {vdir}/second_check.py {spec_path}'
         if setup is None:

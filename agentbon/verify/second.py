@@ -10,6 +10,7 @@ the second check does not see pass is a disagreement; the verdict fails and is f
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import cast
@@ -18,9 +19,12 @@ from agentbon.types import TestOutcome, TestSet
 
 MARK = "AGENTBON-SECOND-CHECK"
 SCRIPTS = ("second_check.py", "second_child.py", "pytest_boot.py", "agentbon_supervise.py")
-RUNNERS = ("pytest", "unittest")
-"""Runners the second check can drive (``command`` has no test ids; ``swebench`` instances whose log parser is
-a pytest one are driven as ``pytest``: ``harness.pytest_family``, docs/security.md)."""
+RUNNERS = ("pytest", "unittest", "pytest-plain", "django", "sympy")
+"""Runners the second check can drive. ``command`` has no test ids. ``swebench`` instances are driven by their
+log parser (``harness.second_runner``, docs/security.md): pytest node ids (``pytest-plain``: only those without
+parameters), Django's ``tests/runtests.py`` with method ids as labels, SymPy's test functions; instances of
+other languages' runners are not driven."""
+_DJANGO_ID = re.compile(r"(\w+) \(([\w.]+)\)")
 
 
 @dataclass(frozen=True)
@@ -39,10 +43,30 @@ def ids_to_check(tests: TestSet, outcomes: dict[str, TestOutcome], runner: str |
 
     ``runner`` is how the ids are driven (``tests.runner`` unless given). Ids named by a SWE-bench log parser are
     checked only when they name one pytest item exactly (``exact_pytest_id``)."""
-    if (runner or tests.runner) not in RUNNERS:
+    runner = runner or tests.runner
+    if runner not in RUNNERS:
         return []
     passed = [t for t in tests.fail_to_pass if outcomes.get(t) == "passed"]
-    return [t for t in passed if exact_pytest_id(t)] if tests.runner == "swebench" else passed
+    if tests.runner != "swebench":
+        return passed
+    exact = {
+        "pytest": exact_pytest_id,
+        "pytest-plain": lambda t: exact_pytest_id(t) and "[" not in t,
+        "django": lambda t: django_label(t) is not None,
+        "sympy": str.isidentifier,
+    }.get(runner)
+    return [t for t in passed if exact(t)] if exact else []
+
+
+def django_label(test_id: str) -> str | None:
+    """The unittest id (a ``runtests.py`` label) of a Django log id: ``test_x (app.tests.C)`` and, as Django
+    prints it on Python 3.11+, ``test_x (app.tests.C.test_x)`` are ``app.tests.C.test_x``. None for the
+    docstring lines the harness sometimes keeps as ids: they name no method."""
+    found = _DJANGO_ID.fullmatch(test_id)
+    if found is None:
+        return None
+    name, where = found.groups()
+    return where if where.endswith(f".{name}") else f"{where}.{name}"
 
 
 def exact_pytest_id(test_id: str) -> bool:
@@ -68,16 +92,28 @@ def spec(
     plugins: list[str],
     autoload: bool,
     runner: str | None = None,
+    command: str = "",
 ) -> dict:
-    """The driver's spec (deleted by the driver before any code of the repository runs)."""
-    return {
-        "runner": runner or tests.runner,
-        "ids": ids,
+    """The driver's spec (deleted by the driver before any code of the repository runs). ``command``: the harness's
+    test command line, where the runner takes something from it (SymPy: the test files it names; Django: its
+    ``--settings``)."""
+    runner = runner or tests.runner
+    out = {
+        "runner": "pytest" if runner == "pytest-plain" else runner,
+        "ids": [django_label(t) or t for t in ids] if runner == "django" else ids,
         "nonce": nonce,
         "timeout_s": timeout_s,
         "plugins": plugins,
         "plugin_autoload": autoload,
     }
+    words = command.split()
+    if runner == "sympy":
+        out["files"] = list(dict.fromkeys(w for w in words if w.endswith(".py") and not w.startswith("-")))
+        out["no_cache"] = "-C" in words or "--no-cache" in words
+    if runner == "django":
+        settings = re.search(r"--settings[= ](\S+)", command)
+        out["settings"] = settings.group(1) if settings else ""
+    return out
 
 
 def new_nonce() -> str:

@@ -98,3 +98,45 @@ def test_printed_results_stay_caught_by_the_harness_exit_code_check(instance, ba
     assert f"FAILED {F2P}" in tail and tail.rindex(f"PASSED {F2P}") > tail.index(f"FAILED {F2P}"), tail[-2000:]
     assert verdict.status == "fail" and verdict.runner_exit_code == 1, verdict.reason
     assert verdict.reason.startswith("not trusted: the test command exited 1"), verdict.reason
+
+
+def _family_instance(built, tmp_path, name):
+    harness_or_skip()
+    made = built(name)
+    suite = tmp_path / "instances.jsonl"
+    suite.write_text(json.dumps(made.record) + "\n")
+    (task,), errors = load_suite(suite)
+    assert errors == []
+    return made, task
+
+
+OK_LINE = {"django": "{} ... ok", "sympy": "{} ok"}
+"""How each family's runner prints a passing test (what its log parser reads)."""
+
+
+@pytest.mark.parametrize("name", ["django", "sympy"])
+def test_unittest_and_sympy_families_are_checked_a_second_way(built, backend, logs, mirror, tmp_path, name):
+    """Django's runtests.py and SymPy's bin/test instances: the gold's second check agrees; package code that prints
+    the FAIL_TO_PASS test's success line in the runner's own format and exits 0 (the bug kept) makes the harness's
+    log say resolved, and the second check, which calls the test itself, fails and flags it."""
+    made, task = _family_instance(built, tmp_path, name)
+    family = made.family
+    f2p = family.fail_to_pass[0]
+    verdict = _verify(backend, task, made.gold)
+    assert verdict.status == "pass", f"{verdict.reason}\n{verdict.log}"
+    assert "the second check agrees on 1 FAIL_TO_PASS" in verdict.reason and verdict.flags == []
+    (module,) = family.wrong_edits
+    printer = (
+        "import atexit as _atexit\nimport os as _os\nimport sys as _sys\n\n\n"
+        f"def _done():\n    print({OK_LINE[name].format(f2p)!r}, flush=True)\n    _sys.stderr.flush()\n    _os._exit(0)\n\n\n"
+        "_atexit.register(_done)\n"
+    )
+    bug_kept = family.files[module]
+    patch = diff(mirror / family.repo, {module: printer + bug_kept}, tmp_path / f"forge-{name}")
+    verdict = _verify(backend, task, patch, index=1)
+    tail = logs[-1].split(">>>>> Start Test Output")[-1]
+    assert OK_LINE[name].format(f2p) in tail, tail[-2000:]
+    assert verdict.tests[f2p] == "passed", verdict.tests  # the harness's parser was fooled
+    assert verdict.status == "fail", f"{verdict.reason}\n{verdict.log}"
+    assert verdict.reason.startswith(f"not trusted: second check: {f2p} failed"), verdict.reason
+    assert "disagreement" in {f.kind for f in verdict.flags}, verdict.flags
