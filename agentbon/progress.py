@@ -17,6 +17,8 @@ from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
+from agentbon.console import make_console
+
 
 def _clock(seconds: float | None) -> str:
     if seconds is None:
@@ -196,6 +198,6 @@ class PlainDisplay:
 
 def make_display(run_id: str = "", console: Console | None = None) -> LiveDisplay | PlainDisplay:
     """A Live panel on a terminal, plain log lines otherwise."""
-    console = console or Console()
+    console = console or make_console()
     state = ProgressState(run_id)
     return LiveDisplay(state, console) if console.is_terminal else PlainDisplay(state, out=console.file)

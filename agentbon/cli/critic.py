@@ -42,12 +42,11 @@ def train(
     seed: Annotated[int, typer.Option(help="Seed of the task split.", rich_help_panel=_TRAIN)] = 0,
 ) -> None:
     """Train the classifier critic on graded rollouts; report AUROC and ECE on held-out tasks."""
-    from rich.console import Console
-
+    from agentbon.console import make_console
     from agentbon.critic.training import train as train_critic
     from agentbon.errors import AgentbonError
 
-    console = Console()
+    console = make_console()
     try:
         model, report = train_critic(runs, text=text, l2=l2, folds=folds, seed=seed)
     except AgentbonError as e:
@@ -85,15 +84,15 @@ def evaluate(
 ) -> None:
     """Compare critics on the same graded rollouts: classifier (held-out tasks), LLM judge, prior, evidence."""
     import numpy as np
-    from rich.console import Console
 
     from agentbon.config import ModelConfig
+    from agentbon.console import make_console
     from agentbon.critic import HeuristicPrior, LLMJudge, calibration
     from agentbon.critic.training import featurize, load_examples, out_of_fold
     from agentbon.errors import AgentbonError
     from agentbon.store import RunStore
 
-    console = Console()
+    console = make_console()
     try:
         examples = load_examples(runs)
         task_ids = [e.task.task_id for e in examples]

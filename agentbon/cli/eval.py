@@ -53,16 +53,15 @@ def eval_command(
     ] = None,
 ) -> None:
     """Grade given patches in fresh sandboxes (the same verifier as `run`); write eval_report.json; resumable."""
-    from rich.console import Console
-
     from agentbon.config import load_config
+    from agentbon.console import make_console
     from agentbon.errors import ConfigError
     from agentbon.evaluate import evaluate
     from agentbon.evaluate.table import print_report
     from agentbon.orchestrate.cluster import sigterm_as_ctrl_c
     from agentbon.progress import make_display
 
-    console = Console()
+    console = make_console()
     try:
         config = load_config(
             config_files, overrides, ray_address=ray_address, run_dir=str(run_dir) if run_dir else None,

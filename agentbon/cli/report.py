@@ -82,8 +82,7 @@ def report(
     ] = None,
 ) -> None:
     """Re-render a run's report from its store (nothing is re-run): tables, summary.json, report.md, report.html."""
-    from rich.console import Console
-
+    from agentbon.console import make_console
     from agentbon.report import write_reports
     from agentbon.report.compare import compare_table
     from agentbon.report.markdown import md_table
@@ -92,7 +91,7 @@ def report(
     overrides = dict(bootstrap=bootstrap, confidence=confidence, seed=seed, rl_training_cost=rl_training_cost,
                      usd_per_mtok_prompt=usd_per_mtok_prompt, usd_per_mtok_completion=usd_per_mtok_completion,
                      usd_per_mtok_cached=usd_per_mtok_cached, usd_per_sandbox_hour=usd_per_sandbox_hour)  # fmt: skip
-    console = Console()
+    console = make_console()
     if compare:
         from agentbon.report.html import render_tables_html
         from agentbon.report.nightly import changes_table

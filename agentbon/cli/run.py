@@ -68,15 +68,14 @@ def run(
     ] = False,
 ) -> None:
     """Run N rollouts per task, verify, select and report; the same command on the same run resumes it."""
-    from rich.console import Console
-
     from agentbon.config import load_config
+    from agentbon.console import make_console
     from agentbon.errors import ConfigError
     from agentbon.orchestrate import default_run_id, run_batch
     from agentbon.orchestrate.cluster import sigterm_as_ctrl_c
     from agentbon.progress import make_display
 
-    console = Console(stderr=False)
+    console = make_console(stderr=False)
     named = {k: v for k, v in {"name": model, "launcher": launcher}.items() if v is not None}
     model_direct = {**named, **endpoint_fields(endpoint)}
     try:

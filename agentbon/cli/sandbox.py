@@ -62,8 +62,7 @@ def build(
     ] = None,
 ) -> None:
     """Get every image the suite needs ready: in the engine, else pulled, else built; a summary of each."""
-    from rich.console import Console
-
+    from agentbon.console import make_console
     from agentbon.evaluate.images import Getter, needs
     from agentbon.sandbox import docker_client
     from agentbon.tasks import load_suite
@@ -76,7 +75,7 @@ def build(
         client = docker_client()
     except AgentbonError as e:
         raise _fail(e) from e
-    console = Console()
+    console = make_console()
     wanted = needs(tasks)
     got = _get_all(Getter(client, suite, task_repo=task_repo), wanted, console)
     _summary(got, console)

@@ -29,16 +29,15 @@ def validate(
     ] = None,
 ) -> None:
     """Check every task: the gold patch resolves, the empty patch does not, each grading test is stable."""
-    from rich.console import Console
-
     from agentbon.config import SandboxConfig, VerifyConfig
+    from agentbon.console import make_console
     from agentbon.errors import AgentbonError
     from agentbon.sandbox import make_backend
     from agentbon.tasks import load_suite
     from agentbon.verify import TestVerifier
     from agentbon.verify.validate import TaskValidation, validate_task
 
-    console = Console()
+    console = make_console()
     tasks, errors = load_suite(suite)
     if task_id:
         tasks = [t for t in tasks if t.task_id in set(task_id)]
@@ -170,11 +169,10 @@ def from_commit(
 
     A commit that does not give a usable task is reported with the repository and the step where it stopped; the
     other commits' tasks are still written. Exit 1 when any was refused."""
-    from rich.console import Console
-
     from agentbon.author.commit import from_commit as make
+    from agentbon.console import make_console
 
-    console = Console()
+    console = make_console()
     if len(commits) > 1 and (task_id or problem):
         raise typer.BadParameter("--task-id and --problem name one task: give one commit with them")
     statement = None
@@ -237,11 +235,10 @@ def migration(
     written. Exit 1 when any was refused."""
     import re
 
-    from rich.console import Console
-
     from agentbon.author.migration import migration_task, read_list
+    from agentbon.console import make_console
 
-    console = Console()
+    console = make_console()
     for path, option in ((repos, "REPOS"), (instruction, "--instruction")):
         if not path.is_file():
             raise typer.BadParameter(f"{path}: no such file", param_hint=option)

@@ -6,6 +6,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from agentbon.console import make_console
 from agentbon.report.model import RunReport
 from agentbon.report.tables import Table, all_tables
 
@@ -25,7 +26,7 @@ def print_summary(
     summary: RunReport | dict, console: Console | None = None, keys: tuple[str, ...] | None = None
 ) -> None:
     """Print the summary's tables (all, or those whose key is in ``keys``)."""
-    console = console or Console()
+    console = console or make_console()
     for table in all_tables(summary):
         if keys is None or table.key in keys:
             console.print(rich_table(table))

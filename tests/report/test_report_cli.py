@@ -91,3 +91,19 @@ def test_a_repository_is_named_the_way_a_reader_names_it():
     assert repository(task("/srv/suites/migrate/billing/repo.bundle")) == "billing"
     assert repository(task("/srv/clones/billing")) == "billing"
     assert repository(task("https://x/y.git", repo="acme/billing")) == "acme/billing"
+
+
+def test_tables_printed_to_a_log_keep_one_row_per_line(tmp_path, monkeypatch):
+    """A nightly batch's output goes to a file: without a terminal (and without COLUMNS) the tables are printed
+    wide, so that no header or cell is broken over lines."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    store = make_run(tmp_path, {"t1": "PFFF", "t2": "FFPI"}, {"tests": {"t1": [1, 0, 0, 0], "t2": [0, 0, 1, 0]}})
+    result = runner.invoke(app, ["report", str(store.path), "--bootstrap", "50", "--no-write"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    header = next(line for line in lines if "selector" in line)
+    assert "selected@" in header or "k" in header, header  # the whole header on one line
+    assert not any(line.strip("│ ").startswith("r ") or line.strip("│ ") == "r" for line in lines), result.output
+    rows = [line for line in lines if line.lstrip("│ ").startswith("tests")]
+    assert rows and all(line.count("[") == line.count("]") for line in rows), rows  # intervals not split
+    assert max(map(len, lines)) > 80
