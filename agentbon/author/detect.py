@@ -9,7 +9,9 @@ Read at the base commit, in this order, each adding what it names (duplicates on
   ``requirements-dev.txt``, ``requirements/test.txt``, ...), following ``-r`` includes inside the repository;
 - ``tox.ini``: ``[testenv] deps``, and ``setenv`` as the tests' environment variables (literal values only).
 
-A project that cannot be installed but keeps its packages under ``src/`` gets ``PYTHONPATH=src``.
+A project that cannot be installed but keeps its packages under ``src/`` gets ``PYTHONPATH=src``. Options in
+pytest's ``addopts`` (``pyproject.toml``, ``pytest.ini``, ``setup.cfg``, ``tox.ini``) that belong to a plugin
+(``--cov`` → ``pytest-cov``, ``-n`` → ``pytest-xdist``, ...) add that plugin: without it pytest refuses to start.
 
 A project that can be installed (``pyproject.toml`` with a build system, ``setup.py`` or ``setup.cfg``) also gets
 ``pip``, ``setuptools`` and ``wheel`` upgraded first (Debian's setuptools rejects current metadata such as
@@ -38,9 +40,18 @@ REQUIREMENT_FILES = (
     "requirements/testing.txt",
 )  # fmt: skip
 UPGRADE = ["pip", "setuptools>=77", "wheel"]
+ADDOPTS_PLUGINS = {
+    "--cov": "pytest-cov", "--no-cov": "pytest-cov", "-n": "pytest-xdist", "--numprocesses": "pytest-xdist",
+    "--dist": "pytest-xdist", "--timeout": "pytest-timeout", "--benchmark-": "pytest-benchmark",
+    "--reruns": "pytest-rerunfailures", "--mypy": "pytest-mypy", "--flake8": "pytest-flake8",
+    "--asyncio-mode": "pytest-asyncio", "--randomly-": "pytest-randomly", "-p xdist": "pytest-xdist",
+    "--html": "pytest-html", "--mpl": "pytest-mpl",
+}  # fmt: skip
+"""pytest options that only a plugin defines, and the plugin's requirement."""
 INSTALL_SELF = "python3 -m pip install --no-cache-dir --no-deps -e ."
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TOX_FACTOR = re.compile(r"^!?[\w.-]+(?:[,-]!?[\w.-]+)*:\s")  # "py311,unidecode: dep": conditional on factors
 
 
 @dataclass
@@ -164,8 +175,11 @@ def detect(root: Path) -> Detected:
             dep = dep.strip()
             if dep.startswith("-r"):
                 _requirements_file(root, dep[2:].strip().replace("{toxinidir}/", ""), out, project, seen)
+            elif _TOX_FACTOR.match(dep):
+                out.notes.append(f"tox.ini: left out {dep!r} (only for the tox environments it names)")
             elif "{" not in dep:
                 _add(out, [dep], "tox.ini", project)
+    _add(out, _addopts_plugins(root), "pytest addopts", project)
     if installable:
         out.python_packages = [*UPGRADE, *out.python_packages]
         out.setup.append(INSTALL_SELF)
@@ -187,3 +201,39 @@ def _setenv(out: Detected, lines: list[str]) -> None:
             out.notes.append(f"tox.ini: left out setenv {name} (a tox substitution or a variable the verifier owns)")
             continue
         out.env.setdefault(name, value)
+
+
+def _addopts(root: Path) -> str:
+    """pytest's ``addopts`` where the repository sets them (the first configuration file pytest would read)."""
+    pyproject = root / "pyproject.toml"
+    for name, section in (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        path = root / name
+        if not path.is_file():
+            continue
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(path.read_text(encoding="utf-8"))
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if parser.has_section(section):
+            return parser.get(section, "addopts", fallback="")
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return ""
+        opts = data.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("addopts", "")
+        return " ".join(opts) if isinstance(opts, list) else str(opts)
+    return ""
+
+
+def _addopts_plugins(root: Path) -> list[str]:
+    """The plugins the repository's pytest ``addopts`` need (``ADDOPTS_PLUGINS``)."""
+    words = _addopts(root).split()
+    joined = [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+    found: list[str] = []
+    for option, plugin in ADDOPTS_PLUGINS.items():
+        hit = any(w == option or w.startswith(option if option.endswith("-") else option + "=") for w in words)
+        if (hit or option in joined) and plugin not in found:
+            found.append(plugin)
+    return found

@@ -84,3 +84,18 @@ def test_test_variables_from_tox_and_an_uninstalled_src_layout(tmp_path):
     installed = write(tmp_path / "installed", {"setup.py": "", "src/ledger/__init__.py": ""})
     assert detect(installed).env == {}  # installed editable: src/ imports without a path
     assert detect(write(tmp_path / "flat", {"ledger/__init__.py": ""})).env == {}
+
+
+def test_plugins_that_pytest_addopts_need_and_tox_factor_deps(tmp_path):
+    pyproject = write(tmp_path / "pyproject", {
+        "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--cov=acme --cov-report=term -n auto --doctest-modules"\n',
+    })  # fmt: skip
+    assert detect(pyproject).python_packages == ["pytest-cov", "pytest-xdist"]
+    ini = write(tmp_path / "ini", {"setup.cfg": "[tool:pytest]\naddopts = --timeout=30 -p xdist\n"})
+    assert detect(ini).python_packages == [*UPGRADE, "pytest-timeout", "pytest-xdist"]
+    tox = write(tmp_path / "tox", {
+        "tox.ini": "[testenv]\ndeps =\n    pytest\n    unidecode: Unidecode>=1.1\n    py311,!fast: hypothesis\n",
+    })  # fmt: skip
+    found = detect(tox)
+    assert found.python_packages == ["pytest"]
+    assert sum("only for the tox environments" in note for note in found.notes) == 2
