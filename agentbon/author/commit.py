@@ -13,15 +13,21 @@ Steps, each of which can refuse with a ``TaskError`` naming the repository and t
    the test diff, then with the test diff and the fix. FAIL_TO_PASS: tests that pass with the fix and failed,
    errored or were not collectable without it (in a file the test diff touches); PASS_TO_PASS: tests that pass
    in both. Refused when no test goes from failing to passing;
-5. **write**: ``<out>/<task_id>/`` with ``task.yaml``, ``repo.bundle``, ``gold.patch`` and ``test.patch``. The
-   evidence is the PASS_TO_PASS tests (the loader leaves out those that exist only once the test patch is
-   applied). ``agentbon tasks validate`` then checks it three times over, flakiness included.
+5. **evidence**: the suite once more at the base as it is; the evidence is the PASS_TO_PASS tests that pass
+   there (a test the test patch adds, or a parameter id it renumbers, does not exist before it);
+6. **write**: ``<out>/<task_id>/`` with ``task.yaml``, ``repo.bundle``, ``gold.patch`` and ``test.patch``.
+   ``agentbon tasks validate`` then checks it three times over, flakiness included.
+
+Every run loads the pytest plugins installed in the task image (their ``pytest11`` entry points, the project's
+own left out) by name with autoload off, and the task's test sets name the same ones (``pytest_plugins``), so
+that grading runs the tests as they were measured.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -37,6 +43,7 @@ from agentbon.errors import AgentbonError, TaskError
 from agentbon.types import Environment, RepoSource, Task, TestSet
 
 TEST_DIRS = frozenset({"test", "tests", "testing"})
+_PLUGIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 TASK_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -146,11 +153,39 @@ def environment_for(given: Environment, detected: Detected | None) -> Environmen
     return given.model_copy(update=update)
 
 
+PLUGINS_OF_IMAGE = (
+    "import importlib.metadata as m, json, re, sys; own = sys.argv[1]; "
+    "name = lambda s: re.sub(r'[-_.]+', '-', s).lower(); "
+    "print(json.dumps(sorted({e.value.split(':')[0].strip() for e in m.entry_points(group='pytest11') "
+    "if not (e.dist and own and name(e.dist.name) == own)})))"
+)
+"""The pytest plugins installed in a task image (``pytest11`` entry points' modules), the project's own left out."""
+
+
+def image_plugins(sandbox: Any, project: str | None) -> list[str]:
+    """The plugins a plain ``pytest`` would autoload in this sandbox, except the project's own (its code is the
+    candidate's): authoring runs with exactly these (``-p``, autoload off) and writes them into the task's test
+    sets, so that grading loads the same ones the lists were measured with (``TestSet.pytest_plugins``)."""
+    done = sandbox.exec(f"python3 -c {shlex.quote(PLUGINS_OF_IMAGE)} {shlex.quote(project or '')}")
+    try:
+        found = json.loads(done.output.strip().splitlines()[-1]) if done.exit_code == 0 else []
+    except (ValueError, IndexError):
+        found = []
+    return [p for p in found if isinstance(p, str) and _PLUGIN.fullmatch(p)]
+
+
 def run_suite(
-    backend: Any, task: Task, patches: list[str], label: str, timeout_s: float, plugins: tuple[str, ...] = ()
+    backend: Any,
+    task: Task,
+    patches: list[str],
+    label: str,
+    timeout_s: float,
+    plugins: tuple[str, ...] = (),
+    project: str | None = None,
 ) -> dict[str, Any]:
     """Every test's outcome with ``patches`` applied at the base, in a fresh sandbox (the outcomes plugin), with
-    the pytest ``plugins`` (``-p``) loaded too."""
+    the image's pytest plugins (``image_plugins``, returned under ``plugins``) and ``plugins`` loaded by ``-p``,
+    autoload off, as the verifier runs them."""
     with backend.open(task, {"stage": "author", "rollout": f"{task.task_id}-{label}"}) as sandbox:
         workdir = sandbox.workdir
         for i, patch in enumerate(patches):
@@ -164,10 +199,12 @@ def run_suite(
         # The tests run as the sandbox's user (not root where the image allows): a folder it may write in.
         sandbox.exec("mkdir -p -m 0777 /tmp/agentbon-author/out", workdir=workdir, user="root")
         result = "/tmp/agentbon-author/out/outcomes.json"
+        installed = image_plugins(sandbox, project)
         command = (
-            f"AGENTBON_OUTCOMES={result} PYTHONPATH=/tmp/agentbon-author/plugin${{PYTHONPATH:+:$PYTHONPATH}} "
+            f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 AGENTBON_OUTCOMES={result} "
+            "PYTHONPATH=/tmp/agentbon-author/plugin${PYTHONPATH:+:$PYTHONPATH} "
             "python3 -m pytest -p agentbon_outcomes -p no:cacheprovider -q -rN"
-        ) + "".join(f" -p {name}" for name in plugins)
+        ) + "".join(f" -p {name}" for name in [*installed, *plugins])
         ran = sandbox.exec(command, timeout=timeout_s, workdir=workdir)
         if ran.timed_out:
             raise Refused(task.repo.url, "tests", f"the test suite ran past {timeout_s:g}s ({label})")
@@ -178,6 +215,7 @@ def run_suite(
                 task.repo.url, "tests", f"pytest did not run the suite ({label}, exit {ran.exit_code}): "
                 f"{ran.output[-400:]}",
             ) from e  # fmt: skip
+        found["plugins"] = installed
         return found
 
 
@@ -240,14 +278,15 @@ def from_commit(
             grade=TestSet(command="true"),
         )  # fmt: skip
         say(f"{task_id}: running the test suite at the base with the test diff")
+        own = detected.project
         try:
-            before = run_suite(backend, provisional, [test_patch], "test", timeout_s)
+            before = run_suite(backend, provisional, [test_patch], "test", timeout_s, project=own)
         except Refused:
             raise
         except AgentbonError as e:  # the image did not build (a dependency that does not install), the engine failed
             raise Refused(source, "environment", f"{type(e).__name__}: {str(e).splitlines()[0][:400]}") from e
         say(f"{task_id}: running it again with the fix")
-        after = run_suite(backend, provisional, [test_patch, gold], "fix", timeout_s)
+        after = run_suite(backend, provisional, [test_patch, gold], "fix", timeout_s, project=own)
         test_files = {p for p in repo.git.diff("--name-only", base, fix).splitlines() if is_test_path(p)}
         f2p, p2p = outcome_lists(before["tests"], after["tests"], test_files)
         if not f2p:
@@ -257,6 +296,14 @@ def from_commit(
                 source, "tests", f"no test fails before the fix and passes after it (ran {len(after['tests'])} tests"
                 f"{hint}); collection errors with the fix: {after['errors'][:3] or 'none'}",
             )  # fmt: skip
+        say(f"{task_id}: running it at the base as it is, for the selection evidence")
+        plain = run_suite(backend, provisional, [], "base", timeout_s, project=own)
+        # Evidence: the PASS_TO_PASS tests as they are before the test patch (ids it renumbers or adds are not).
+        evidence = [t for t in p2p if plain["tests"].get(t) == "passed"]
+        if len(evidence) < len(p2p):
+            say(f"{task_id}: {len(p2p) - len(evidence)} PASS_TO_PASS tests are not evidence: they do not exist "
+                "or do not pass before the test patch (renumbered parameters, tests it adds)")  # fmt: skip
+        plugins = {"pytest_plugins": after["plugins"]} if after["plugins"] else {}
         (staging / "gold.patch").write_text(gold)
         (staging / "test.patch").write_text(test_patch)
         spec: dict[str, Any] = {
@@ -265,8 +312,8 @@ def from_commit(
             "problem_statement": statement + "\n",
             "repo": {"url": "repo.bundle", "base_commit": base},
             "environment": environment.model_dump(exclude_defaults=True) or {"python_packages": []},
-            "evidence": {"runner": "pytest", "pass_to_pass": p2p},
-            "grade": {"runner": "pytest", "fail_to_pass": f2p, "pass_to_pass": p2p, "patch_file": "test.patch"},
+            "evidence": {"runner": "pytest", "pass_to_pass": evidence, **plugins},
+            "grade": {"runner": "pytest", "fail_to_pass": f2p, "pass_to_pass": p2p, "patch_file": "test.patch", **plugins},
             "gold_patch_file": "gold.patch",
             "metadata": {"source": source, "fix_commit": fix},
         }

@@ -62,6 +62,8 @@ class Detected:
     setup: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    project: str | None = None
+    """The project's own distribution name (normalised), where it declares one."""
 
 
 def _name(requirement: str) -> str:
@@ -180,6 +182,7 @@ def detect(root: Path) -> Detected:
             elif "{" not in dep:
                 _add(out, [dep], "tox.ini", project)
     _add(out, _addopts_plugins(root), "pytest addopts", project)
+    out.project = project
     if installable:
         out.python_packages = [*UPGRADE, *out.python_packages]
         out.setup.append(INSTALL_SELF)

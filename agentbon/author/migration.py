@@ -189,7 +189,7 @@ def migration_task(
         )  # fmt: skip
         say(f"{task_id}: the test suite at the base, as it is")
         try:
-            plain = run_suite(backend, provisional, [], "as-is", timeout_s)
+            plain = run_suite(backend, provisional, [], "as-is", timeout_s, project=detected.project)
         except Refused:
             raise
         except AgentbonError as e:  # the image did not build, the engine failed: this repository's environment
@@ -204,7 +204,9 @@ def migration_task(
         say(f"{task_id}: again with {'the acceptance test' if acceptance else ''}"
             f"{' and ' if acceptance and warnings_as_errors else ''}"
             f"{', '.join(warnings_as_errors) + ' as errors' if warnings_as_errors else ''}")  # fmt: skip
-        strict = run_suite(backend, provisional, patches, "migration", timeout_s, plugins=tuple(plugins))
+        strict = run_suite(
+            backend, provisional, patches, "migration", timeout_s, plugins=tuple(plugins), project=detected.project
+        )
         f2p, p2p, broken = lists_from(plain["tests"], strict["tests"], bool(acceptance))
         if not f2p:
             raise Refused(
@@ -213,8 +215,8 @@ def migration_task(
                 f"{' and the acceptance command passes' if acceptance else ' (give --acceptance or --warnings-as-errors)'}",
             )  # fmt: skip
         grade: dict[str, Any] = {"runner": "pytest", "fail_to_pass": f2p, "pass_to_pass": p2p}
-        if plugins:
-            grade["pytest_plugins"] = plugins
+        if strict["plugins"] or plugins:  # the image's plugins the lists were measured with, then the warnings one
+            grade["pytest_plugins"] = [*strict["plugins"], *plugins]
         if acceptance:
             (staging / "test.patch").write_text(patches[0])
             grade["patch_file"] = "test.patch"

@@ -2,7 +2,8 @@
 
 Authoring runs the repository's own test suite to find which tests a fix turns from failing to passing; it
 grades nothing, so it reads pytest's reports directly: ``call`` outcomes, and a ``setup`` that did not pass
-(an error or a skip before the test ran). The file it writes maps node ids to ``passed``, ``failed``,
+(an error or a skip before the test ran); a test with a failed subtest is failed, as the verifier's JUnit
+reading has it. The file it writes maps node ids to ``passed``, ``failed``,
 ``error``, ``skipped``, ``xfailed`` or ``xpassed``; collection errors are listed by file under ``errors``.
 """
 
@@ -20,6 +21,8 @@ def pytest_runtest_logreport(report):
             outcome = "error"
         else:
             outcome = report.outcome
+        if _tests.get(report.nodeid) in ("failed", "error") and outcome == "passed":
+            return  # a failed subtest (pytest >= 9 reports each one) stays a failure of its test
         _tests[report.nodeid] = outcome
     elif report.when == "teardown" and report.failed:
         _tests[report.nodeid] = "error"

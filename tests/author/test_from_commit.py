@@ -135,3 +135,41 @@ def test_a_malformed_env_option_stops_before_any_work(tmp_path, given, said):
     )  # fmt: skip
     assert result.exit_code == 2 and said in result.output and "--env" in result.output
     assert not out.exists()
+
+
+def test_a_failed_subtest_keeps_its_test_failed():
+    """pytest >= 9 reports each subtest, then the test itself as passed: authoring must not call it passing (the
+    verifier's JUnit reading does not); found on python-slugify's release tests."""
+    from types import SimpleNamespace
+
+    from agentbon.author.outcomes import PLUGIN
+
+    plugin: dict = {}
+    exec(compile(PLUGIN, "agentbon_outcomes", "exec"), plugin)
+
+    def report(nodeid: str, outcome: str, when: str = "call") -> SimpleNamespace:
+        return SimpleNamespace(nodeid=nodeid, when=when, outcome=outcome, passed=outcome == "passed",
+                               failed=outcome == "failed")  # fmt: skip
+
+    for r in (report("t.py::T::test_sub", "failed"), report("t.py::T::test_sub", "passed"),
+              report("t.py::test_ok", "passed"), report("t.py::test_ok", "passed", "teardown")):  # fmt: skip
+        plugin["pytest_runtest_logreport"](r)
+    assert plugin["_tests"] == {"t.py::T::test_sub": "failed", "t.py::test_ok": "passed"}
+
+
+def test_the_image_plugins_are_named_without_the_projects_own():
+    from agentbon.author.commit import image_plugins
+    from agentbon.types import ExecResult
+
+    class Box:
+        def __init__(self, output: str, code: int = 0):
+            self.result, self.commands = ExecResult(exit_code=code, output=output), []
+
+        def exec(self, command: str, **_: object) -> ExecResult:
+            self.commands.append(command)
+            return self.result
+
+    box = Box('warning: noise\n["pytest_cov.plugin", "xdist.plugin", "bad name; rm -rf /"]\n')
+    assert image_plugins(box, "acme-billing") == ["pytest_cov.plugin", "xdist.plugin"]
+    assert box.commands[0].endswith(" acme-billing") and "pytest11" in box.commands[0]
+    assert image_plugins(Box("Traceback ...", 1), None) == []
