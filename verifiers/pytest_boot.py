@@ -18,6 +18,7 @@ name, so that a module of the same name added to the repository cannot stand in 
 import os
 import sys
 
+ALREADY_IMPORTED_OK = "-Wignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"
 PREIMPORT = ("pytest", "_pytest.junitxml", "_pytest.unittest", "_pytest.python", "xml.etree.ElementTree", "unittest")
 
 
@@ -47,7 +48,7 @@ def load_plugins(args, repo, autoload):
     off; with autoload on, the entry point loads by itself, so it is not named twice (pytest refuses a plugin
     registered under two names). A plugin that fails to import is left for pytest to meet again and report.
     """
-    out, i = [], 0
+    out, i, imported = [], 0, False
     while i < len(args):
         if args[i] == "-p" and i + 1 < len(args) and not args[i + 1].startswith("no:"):
             module = _entry_point_module(args[i + 1], repo)
@@ -59,11 +60,14 @@ def load_plugins(args, repo, autoload):
                 pass
             if not (module and autoload):
                 out += ["-p", module or args[i + 1]]
+            imported = True
             i += 2
             continue
         out.append(args[i])
         i += 1
-    return out
+    # Imported here, a plugin cannot be assertion-rewritten; pytest warns, and a repository whose configuration
+    # turns warnings into errors (``filterwarnings = error``) would stop before collecting (found on humanize).
+    return [ALREADY_IMPORTED_OK, *out] if imported else out
 
 
 def main():

@@ -51,11 +51,21 @@ def task_files(task: Task) -> set[str]:
 
 def _set_files(tests: TestSet) -> set[str]:
     out = set(tests.files) | patch_paths(tests.patch)
+    hosts: dict[str, bool] = {}  # path -> whether every id in it is a doctest of a code module
     for test_id in tests.tests:
         path = test_id.split("::", 1)[0]
         if "::" in test_id or path.endswith(".py"):
-            out.add(path)
+            hosts[path] = hosts.get(path, True) and doctest_in_code(test_id)
+    out.update(path for path, code in hosts.items() if not code or why_protected(path, set()))
     return out
+
+
+def doctest_in_code(test_id: str) -> bool:
+    """Whether ``test_id`` is a doctest that pytest's ``--doctest-modules`` collects from a module of the code
+    (``parse/__init__.py::parse.with_pattern``): the file is the code a fix changes, not a test file to restore
+    (docs/security.md, "Doctests in code modules")."""
+    path, _, name = test_id.partition("::")
+    return path.endswith(".py") and "::" not in name and "." in name.split("[", 1)[0]
 
 
 def why_protected(path: str, protected: set[str]) -> str | None:

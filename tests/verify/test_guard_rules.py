@@ -50,6 +50,22 @@ def test_task_files_cover_ids_lists_and_test_patches(calc):
     assert {"tests/test_hidden.py", "tests/test_ops.py"} <= files
 
 
+def test_a_code_module_hosting_doctests_is_not_a_test_file():
+    """``--doctest-modules`` makes ``parse/__init__.py::parse.with_pattern`` a graded id: its file is the code the
+    fix changes, so undoing it would undo every fix (found on parse's released tests)."""
+    from agentbon.types import TestSet
+
+    tests = TestSet(
+        fail_to_pass=["tests/test_parse.py::test_tz[+0000]"],
+        pass_to_pass=["parse/__init__.py::parse.with_pattern", "README.rst::README.rst", "pkg/m.py::test_plain",
+                      "tests/test_doc.py::tests.test_doc.helper", "pkg/mixed.py::pkg.mixed.f", "pkg/mixed.py::TestC"],
+    )  # fmt: skip
+    files = guard._set_files(tests)
+    assert "parse/__init__.py" not in files
+    assert {"tests/test_parse.py", "README.rst", "pkg/m.py", "tests/test_doc.py", "pkg/mixed.py"} <= files
+    assert guard.doctest_in_code("pkg/mod.py::pkg.mod.func") and not guard.doctest_in_code("t.py::test_p[1.5]")
+
+
 def test_restore_script_deletes_additions_and_checks_out_the_rest():
     script = guard.restore_script([("A", "conftest.py"), ("M", "tests/t.py"), ("D", "a b.py"), ("M", ".gitattributes")])
     assert script.index("git rm") < script.index("git checkout HEAD -- .gitattributes") < script.index("'a b.py'")
