@@ -207,11 +207,22 @@ def _setenv(out: Detected, lines: list[str]) -> None:
 
 
 def _addopts(root: Path) -> str:
-    """pytest's ``addopts`` where the repository sets them (the first configuration file pytest would read)."""
-    pyproject = root / "pyproject.toml"
-    for name, section in (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+    """pytest's ``addopts`` from the configuration file pytest would read, in its order of precedence:
+    ``pytest.ini``, ``.pytest.ini``, ``pyproject.toml`` with ``[tool.pytest.ini_options]``, ``tox.ini``,
+    ``setup.cfg``."""
+    for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("pyproject.toml", ""),
+                          ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):  # fmt: skip
         path = root / name
         if not path.is_file():
+            continue
+        if not section:
+            try:
+                options = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("pytest", {})
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+                continue
+            if "ini_options" in options:
+                opts = options["ini_options"].get("addopts", "")
+                return " ".join(opts) if isinstance(opts, list) else str(opts)
             continue
         parser = configparser.ConfigParser(interpolation=None)
         try:
@@ -220,13 +231,6 @@ def _addopts(root: Path) -> str:
             continue
         if parser.has_section(section):
             return parser.get(section, "addopts", fallback="")
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-            return ""
-        opts = data.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("addopts", "")
-        return " ".join(opts) if isinstance(opts, list) else str(opts)
     return ""
 
 
@@ -236,7 +240,8 @@ def _addopts_plugins(root: Path) -> list[str]:
     joined = [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
     found: list[str] = []
     for option, plugin in ADDOPTS_PLUGINS.items():
-        hit = any(w == option or w.startswith(option if option.endswith("-") else option + "=") for w in words)
+        glued = option.endswith("-") or (len(option) == 2 and option != "-p")  # --benchmark-x, -n4 / -nauto
+        hit = any(w == option or w.startswith(option if glued else option + "=") for w in words)
         if (hit or option in joined) and plugin not in found:
             found.append(plugin)
     return found

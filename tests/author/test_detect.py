@@ -99,3 +99,13 @@ def test_plugins_that_pytest_addopts_need_and_tox_factor_deps(tmp_path):
     found = detect(tox)
     assert found.python_packages == ["pytest"]
     assert sum("only for the tox environments" in note for note in found.notes) == 2
+
+
+def test_addopts_come_from_the_file_pytest_reads_first(tmp_path):
+    root = write(tmp_path, {
+        "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "-nauto"\n',
+        "setup.cfg": "[tool:pytest]\naddopts = --cov=x\n",
+    })  # fmt: skip
+    assert detect(root).python_packages == [*UPGRADE, "pytest-xdist"]  # pyproject.toml before setup.cfg, as pytest
+    (root / "pytest.ini").write_text("[pytest]\naddopts = --timeout 5\n")
+    assert detect(root).python_packages == [*UPGRADE, "pytest-timeout"]
