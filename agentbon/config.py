@@ -82,6 +82,16 @@ class SandboxConfig(Section):
     ``disk_check_s`` and stops the sandbox past it (a model outcome, docs/failure-taxonomy.md)."""
     disk_check_s: float = Field(default=2.0, gt=0)
     """Seconds between two measurements of a container's writable layer by the disk watchdog."""
+    warm: int = Field(default=1, ge=0)
+    """Sandboxes each worker process starts ahead of need (docs/sandboxes.md, "Warm sandboxes"): while a rollout
+    runs, the container for the next one of the same task starts; 0 turns it off."""
+    max_starting: int = Field(default=8, ge=1)
+    """Most sandboxes starting at once on a node; admission control lowers it while the engine is slow or failing
+    and raises it back while starts are quick (docs/sandboxes.md, "Admission control")."""
+    executor: Literal["resident", "exec"] = "resident"
+    """How commands reach a Docker sandbox (docs/sandboxes.md): ``resident``, one small executor process started
+    once per sandbox and user that runs every command (no engine call per command; one ``exec`` per command where
+    the image has no ``python3``), or ``exec``, one engine ``exec`` per command."""
 
     @field_validator("user")
     @classmethod

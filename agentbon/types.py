@@ -272,6 +272,23 @@ class Timings(Record):
     """Seconds to start the sandbox."""
 
 
+class SandboxUse(Record):
+    """What a rollout's sandbox cost the container engine (docs/sandboxes.md)."""
+
+    engine_calls: int = 0
+    """Engine API calls made for this sandbox, its start (ahead of time for a warm one) and removal included."""
+    engine_s: float = 0.0
+    """Seconds those calls took."""
+    warm: bool = False
+    """The container was started ahead of need (the warm pool), not while the rollout waited."""
+    executor: str = ""
+    """``resident`` (one executor process ran every command), else why each command was one engine ``exec``."""
+    admission_wait_s: float = 0.0
+    """Seconds the start waited for the node's admission control (docs/sandboxes.md, "Admission control")."""
+    start_limit: int = 0
+    """Sandboxes the node let start at once when this one started (0: not measured, a warm or process sandbox)."""
+
+
 class Rollout(Record):
     """What one rollout produced (design.md §1)."""
 
@@ -294,6 +311,8 @@ class Rollout(Record):
     attempt: int = 1
     isolation: str = "docker"
     """``docker`` or ``process (weaker isolation)``."""
+    sandbox: SandboxUse = Field(default_factory=SandboxUse)
+    """What the sandbox cost the engine (calls, warm start, executor, admission)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -46,7 +46,10 @@ def default_verifier(config: RunConfig) -> Verifier:
 
     labels = {"run": config.run_id or "", "stage": "verify"}
     verify = config.verify.model_copy(update={"dedupe": False})
-    return TestVerifier(default_backend(config.sandbox), verify, labels=labels, output_limit=config.sandbox.output_limit)
+    backend = default_backend(config.sandbox)
+    if config.run_id and hasattr(backend, "keep_warm"):  # reaped with the run: verification sandboxes may wait warm
+        backend.keep_warm()
+    return TestVerifier(backend, verify, labels=labels, output_limit=config.sandbox.output_limit)
 
 
 def default_selector(name: str, config: RunConfig, store: RunStore | None = None) -> Selector:

@@ -86,6 +86,8 @@ def run_rollout(
         with dog:
             task = unpack(item)
             backend = cached("backend", factories.backend, config.sandbox)
+            if hasattr(backend, "keep_warm"):  # the run's end reaps by its label, so warm sandboxes may wait
+                backend.keep_warm()
             prepare_once(backend, task)
             model = cached("model", factories.model, config.model)
             if hasattr(model, "model_for"):  # an engine pool: all rollouts of a task go to one engine (prefix cache)
@@ -110,6 +112,8 @@ def run_rollout(
             status=result.status, exit_status=result.exit_status, patch=patch, steps=result.steps,
             malformed=result.malformed, usage=result.usage, isolation=getattr(sandbox, "isolation", "docker"),
         )
+        if hasattr(sandbox, "use"):
+            fields["sandbox"] = sandbox.use()
     except Exception as e:  # the rollout boundary: record, never raise
         # After the watchdog fired, whatever surfaced (SandboxGone, an agent error) is the deadline's doing.
         cause = RolloutDeadline(f"rollout past its deadline of {config.deadline_s:.0f}s") if dog.fired else e

@@ -13,6 +13,7 @@ import docker
 from agentbon.config import SandboxConfig
 from agentbon.sandbox.common import KILL_GRACE_S, OutputCap, is_timeout, timeout_argv
 from agentbon.sandbox.engine import gone_or_raise
+from agentbon.sandbox.resident import Resident, Unavailable
 from agentbon.types import ExecResult
 
 BACKSTOP_S = 15.0
@@ -52,12 +53,66 @@ class ByteSink:
         return self.dropped > 0
 
 
+RESIDENT_RESTARTS = 3
+"""Executors started again in one sandbox after one went away (a command may kill it); then one ``exec`` each."""
+
+
 class Executor:
-    """Runs commands in one container; remembers the container's OOM-kill count to tell OOM from other kills."""
+    """Runs commands in one container; remembers the container's OOM-kill count to tell OOM from other kills.
+
+    With ``config.executor == "resident"`` each user's commands go to one resident executor (``resident.py``)
+    started on first use; without one (no ``python3`` in the image) each command is one engine ``exec``.
+    """
 
     def __init__(self, api: docker.APIClient, container_id: str, config: SandboxConfig):
         self.api, self.cid, self.config = api, container_id, config
         self.oom_kills = 0
+        self._residents: dict[str, Resident] = {}
+        self._starts = 0
+        self._oom_told: bool | None = None
+        self.resident_note = "" if config.executor == "resident" else "off (sandbox.executor=exec)"
+        """Why commands go one ``exec`` each (empty while a resident executor is used or may be)."""
+
+    def close(self) -> None:
+        """Close the resident executors' connections (the container's removal ends them in any case)."""
+        for resident in self._residents.values():
+            resident.close()
+        self._residents.clear()
+
+    def connect(self, user: str) -> bool:
+        """Start ``user``'s resident executor now (a warm sandbox's); False when commands will go one exec each."""
+        return self._resident(user) is not None
+
+    def ready(self, user: str) -> bool:
+        """True when ``user``'s resident executor is connected and idle (no engine call to find out)."""
+        found = self._residents.get(user)
+        return found is not None and found.idle()
+
+    @property
+    def mode(self) -> str:
+        """``resident`` or why commands go one ``exec`` each."""
+        if self.resident_note:
+            return f"exec: {self.resident_note}"
+        return "resident" if self._residents or self._starts else "exec: no command ran"
+
+    def _resident(self, user: str) -> Resident | None:
+        if self.resident_note:
+            return None
+        found = self._residents.get(user)
+        if found is not None and found.alive:
+            return found
+        if self._starts > RESIDENT_RESTARTS:
+            self.resident_note = f"{self._starts} resident executors went away: one exec per command from now on"
+            return None
+        self._starts += 1
+        try:
+            self._residents[user] = Resident(self.api, self.cid, user, self.config.setup_timeout_s)
+        except Unavailable as e:
+            self.resident_note = str(e)
+            return None
+        except docker.errors.APIError as e:
+            raise gone_or_raise(e, f"resident executor in container {self.cid[:12]}") from e
+        return self._residents[user]
 
     def run(self, command: str, timeout: float, cwd: str, user: str = "") -> ExecResult:
         """Run ``command`` (as ``user``, ``uid:gid``; the container's own user when empty); a failed or timed-out
@@ -67,7 +122,7 @@ class Executor:
         output = cap.text()
         if timed_out:
             output += f"\n[agentbon: command timed out after {timeout:g}s and was killed]"
-        elif exit_code == 137 and self._new_oom_kill():
+        elif exit_code == 137 and (self._new_oom_kill() if self._oom_told is None else self._oom_told):
             output += f"\n[agentbon: killed: out of memory (the sandbox's limit is {self.config.memory})]"
         return ExecResult(
             exit_code=exit_code,
@@ -88,6 +143,10 @@ class Executor:
     ) -> tuple[int, float, bool]:
         """Run ``command`` feeding its output to ``sink``; return its exit code, seconds, and whether it timed out."""
         started = time.monotonic()
+        self._oom_told = None
+        resident = self._resident(user)
+        if resident is not None:
+            return self._run_resident(resident, command, timeout, cwd, sink, started)
         try:
             exec_id = self.api.exec_create(self.cid, timeout_argv(command, timeout), workdir=cwd, user=user)["Id"]
             stream = self.api.exec_start(exec_id, stream=True, demux=False)
@@ -97,6 +156,26 @@ class Executor:
         exit_code = -1 if abandoned else self._exit_code(exec_id)
         if exit_code < 0 or exit_code >= 128:  # killed: perhaps with its container
             self._check_alive(settle_s=0.5)
+        duration = time.monotonic() - started
+        return exit_code, duration, abandoned or is_timeout(exit_code, duration, timeout)
+
+    def _run_resident(
+        self, resident: Resident, command: str, timeout: float, cwd: str, sink: OutputCap | ByteSink, started: float
+    ) -> tuple[int, float, bool]:
+        limit, keep = (sink.limit, "head") if isinstance(sink, ByteSink) else (self.config.output_limit, "ends")
+        deadline = started + timeout + KILL_GRACE_S + BACKSTOP_S
+        try:
+            exit_code, oom = resident.run(timeout_argv(command, timeout), cwd, sink, limit, keep, deadline)
+        except Unavailable as e:  # it went away mid-command: the container with it, or the command killed it
+            self._check_alive(settle_s=0.5)
+            sink.feed(f"\n[agentbon: the sandbox's command executor went away during this command ({e})]".encode())
+            exit_code, oom = 137, -1
+        abandoned = exit_code == -1
+        if abandoned or exit_code >= 128:
+            self._check_alive(settle_s=0.5)
+        if oom >= 0:  # the executor read the OOM-kill count itself: no exec to ask for it
+            self._oom_told = oom > self.oom_kills
+            self.oom_kills = max(oom, self.oom_kills)
         duration = time.monotonic() - started
         return exit_code, duration, abandoned or is_timeout(exit_code, duration, timeout)
 

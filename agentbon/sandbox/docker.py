@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
+import os
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 import docker
@@ -14,14 +17,16 @@ import requests
 from agentbon.config import SandboxConfig
 from agentbon.errors import ImageBuildError, SandboxDiskLimit, SandboxGone, SandboxSetupTimeout
 from agentbon.sandbox import dfiles
+from agentbon.sandbox.admission import Admission, Ticket
 from agentbon.sandbox.common import GIT_IDENTITY, container_labels, parse_bytes, slug
 from agentbon.sandbox.dexec import Executor
-from agentbon.sandbox.engine import docker_client, engine_errors, reap_containers
+from agentbon.sandbox.engine import EngineMeter, MeteredAPI, docker_client, engine_errors, reap_containers
 from agentbon.sandbox.harden import PROBE, ROOT, RunAs, as_root_in_repo, host_options, requested, setup_script
 from agentbon.sandbox.images import USER_LABEL, TaskImage, task_image
 from agentbon.sandbox.patch import stream_patch
+from agentbon.sandbox.pool import UNIT_LABELS, WarmPool, pool_key
 from agentbon.sandbox.watchdog import DiskWatchdog, quota_refused
-from agentbon.types import ExecResult, Task
+from agentbon.types import ExecResult, SandboxUse, Task
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +45,18 @@ class DockerSandbox:
         config: SandboxConfig,
         setup_s: float = 0.0,
         run_as: RunAs | None = None,
+        api: Any = None,
+        meter: EngineMeter | None = None,
     ):
-        self._client, self._api, self._cid = client, client.api, container_id
+        self._client, self._api, self._cid = client, api or client.api, container_id
+        self.meter = meter or EngineMeter()
+        """The engine calls made for this sandbox (``api`` counts into it)."""
+        self.warm = False
+        """Started ahead of need by the warm pool."""
+        self.ticket: Ticket | None = None
+        """The admission this sandbox's start got (None for a start without admission control)."""
+        self.after_close: Callable[[], None] | None = None
+        """Run by ``close``: waits for the warm start this sandbox's opening began (pool.py)."""
         self.id: str = container_id[:12]
         self.name: str = name
         self.image = image.ref
@@ -60,6 +75,22 @@ class DockerSandbox:
         self.stopped_for_disk = ""
         """Why the disk watchdog stopped this sandbox (empty while it has not)."""
         self._executor = Executor(self._api, container_id, config)
+
+    def use(self) -> SandboxUse:
+        """What this sandbox cost the engine so far (``Rollout.sandbox``)."""
+        return SandboxUse(
+            engine_calls=self.meter.total, engine_s=round(self.meter.seconds, 3), warm=self.warm,
+            executor=self._executor.mode, admission_wait_s=round(self.ticket.waited_s, 3) if self.ticket else 0.0,
+            start_limit=self.ticket.limit if self.ticket else 0,
+        )
+
+    def ready(self) -> bool:
+        """Still usable: open, and its executor connected and quiet (else, one engine call to ask)."""
+        if self.closed or self.stopped_for_disk:
+            return False
+        if self._executor.ready(self.user):
+            return True
+        return self._executor.mode.startswith("exec") and self.alive()
 
     @property
     def isolation(self) -> str:
@@ -181,6 +212,7 @@ class DockerSandbox:
         self.closed = True
         if self.watchdog is not None:
             self.watchdog.stop()
+        self._executor.close()
         try:
             with engine_errors("close"):
                 self._api.remove_container(self._cid, force=True, v=True)  # no stop first: kill and remove
@@ -189,6 +221,9 @@ class DockerSandbox:
         except docker.errors.APIError as e:
             if "already in progress" not in str(e):
                 log.warning("could not remove sandbox %s: %s (agentbon cleanup removes it)", self.name, e)
+        finally:
+            if self.after_close is not None:
+                self.after_close()
 
     def __enter__(self) -> DockerSandbox:
         return self
@@ -215,6 +250,27 @@ class DockerBackend:
         """Per image: the ``uid:gid`` it was built for (``agentbon.user`` label; empty for other images)."""
         self.quota: bool | None = None
         """Whether the engine enforces ``storage_opt`` size quotas: None until the first container tells."""
+        self.meter = EngineMeter()
+        """Every engine call this backend's sandboxes made."""
+        self.pool = WarmPool(0)
+        """Off until ``keep_warm``: only a caller whose runs end with a reap by the run's label may leave warm
+        sandboxes waiting (the orchestrator's units)."""
+        self._admission: Admission | None = None
+
+    def keep_warm(self) -> None:
+        """Start sandboxes ahead of need from now on (``sandbox.warm`` per process); they go at the run's reap, or
+        when this process exits."""
+        if self.pool.size != self.config.warm:
+            self.pool.size = self.config.warm
+            atexit.register(self.pool.drain)
+
+    @property
+    def admission(self) -> Admission:
+        """The node's start slots for this engine (shared with the node's other processes through file locks)."""
+        if self._admission is None:
+            engine = slug(os.environ.get("DOCKER_HOST", "local"), 60)
+            self._admission = Admission(self.config.max_starting, min(4, self.config.max_starting), name=engine)
+        return self._admission
 
     @property
     def client(self) -> docker.DockerClient:
@@ -224,7 +280,12 @@ class DockerBackend:
         return self._client
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_client": None}
+        state = {**self.__dict__, "_client": None, "_admission": None, "meter": None}
+        del state["pool"]  # warm sandboxes belong to this process
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, pool=WarmPool(0), meter=EngineMeter())
 
     @staticmethod
     def _memo_key(task: Task) -> str:
@@ -244,25 +305,56 @@ class DockerBackend:
         return self.image_for(task).ref
 
     def open(self, task: Task, labels: dict[str, str] | None = None) -> DockerSandbox:
-        """Start a container for ``task``, labelled with ``agentbon=1`` and ``agentbon.<key>`` for each label."""
+        """A container for ``task``, labelled with ``agentbon=1`` and ``agentbon.<key>`` for each label: a warm one
+        where the pool has one of this kind (it carries the labels but the unit's own), else one started now; either
+        way the next one of this kind starts in the background (docs/sandboxes.md)."""
         labels = dict(labels or {})
         image = self.image_for(task)
+        key = pool_key(image.ref, labels)
+        started = time.monotonic()
+        sandbox = self.pool.take(key)
+        if sandbox is not None:
+            sandbox.setup_s = time.monotonic() - started
+        else:
+            sandbox = self._open_now(task, image, labels)
+        sandbox.after_close = self._warm_next(key, task, image, labels)
+        return sandbox
+
+    def _warm_next(self, key: Any, task: Task, image: TaskImage, labels: dict[str, str]) -> Callable[[], None] | None:
+        def start() -> DockerSandbox:
+            warm_labels = {k: v for k, v in labels.items() if k not in UNIT_LABELS}
+            sandbox = self._open_now(task, image, {**warm_labels, "warm": "1"})
+            sandbox.warm = True
+            sandbox._executor.connect(sandbox.user)
+            return sandbox
+
+        thread = self.pool.fill(key, start)
+        if thread is None:
+            return None
+        timeout = self.config.setup_timeout_s + 30.0
+        return lambda: thread.join(timeout)
+
+    def _open_now(self, task: Task, image: TaskImage, labels: dict[str, str]) -> DockerSandbox:
+        """Start a container now (under the node's admission control)."""
         tags = container_labels(labels, task.task_id)
         who = tags.get("agentbon.rollout_id") or tags.get("agentbon.task_id", "")
         name = f"agentbon-{slug(tags.get('agentbon.run_id', 'adhoc'), 24)}-{slug(who, 48)}-{secrets.token_hex(3)}"
         started = time.monotonic()
         limit = parse_bytes(self.config.disk_limit) if self.config.disk_limit else None
+        meter = EngineMeter()
+        api = MeteredAPI(self.client.api, meter, self.meter)
         for attempt in (1, 2):
             try:
-                with engine_errors("container start"):
-                    container_id, quota = self._start_quota(image, name, tags, limit)
+                with engine_errors("container start"), self.admission.start() as ticket:
+                    container_id, quota = self._start_quota(api, image, name, tags, limit)
                 break
             except docker.errors.ImageNotFound:
                 if attempt == 2:
                     raise
                 self._images.pop(self._memo_key(task), None)  # removed since prepare(): build it again
                 image = self.image_for(task)
-        sandbox = DockerSandbox(self.client, container_id, name, image, self.config)
+        sandbox = DockerSandbox(self.client, container_id, name, image, self.config, api=api, meter=meter)
+        sandbox.ticket = ticket
         try:
             with engine_errors("sandbox user"):
                 sandbox.run_as = self._user_for(sandbox, image)
@@ -311,24 +403,25 @@ class DockerBackend:
 
     # ------------------------------------------------------------------ containers
 
-    def _start_quota(self, image: TaskImage, name: str, tags: dict[str, str], limit: int | None) -> tuple[str, bool]:
+    def _start_quota(
+        self, api: Any, image: TaskImage, name: str, tags: dict[str, str], limit: int | None
+    ) -> tuple[str, bool]:
         """Start the container, with a size quota where the engine enforces one; return its id and whether it has."""
         if limit is None or self.quota is False:
-            return self._start(image, name, tags, None), False
+            return self._start(api, image, name, tags, None), False
         try:
-            cid = self._start(image, name, tags, limit)
+            cid = self._start(api, image, name, tags, limit)
         except docker.errors.APIError as e:
             if not quota_refused(e):
                 raise
             log.info("the engine has no per-container disk quota (%s): a watchdog enforces sandbox.disk_limit", e)
             self.quota = False
-            return self._start(image, name, tags, None), False
+            return self._start(api, image, name, tags, None), False
         self.quota = True
         return cid, True
 
-    def _start(self, image: TaskImage, name: str, tags: dict[str, str], quota: int | None = None) -> str:
+    def _start(self, api: Any, image: TaskImage, name: str, tags: dict[str, str], quota: int | None = None) -> str:
         """Create and start the container (two engine calls, no inspect); return its id."""
-        api = self.client.api
         host_config = api.create_host_config(
             network_mode=self.config.network,
             nano_cpus=int(self.config.cpus * 1e9),

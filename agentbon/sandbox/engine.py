@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import docker
 import requests
@@ -58,3 +60,48 @@ def reap_containers(client: docker.DockerClient, labels: dict[str, str] | None =
                 if "already in progress" not in str(e):
                     raise
     return removed
+
+
+LOCAL_HELPERS = ("create_host_config", "create_networking_config", "create_endpoint_config", "create_ipam_config",
+                 "create_ipam_pool")
+"""``APIClient`` methods that build a request body locally: not engine calls."""
+
+
+class EngineMeter:
+    """Engine API calls by method, and the seconds they took (one per sandbox: ``SandboxUse.engine_calls``)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+        self.seconds = 0.0
+
+    @property
+    def total(self) -> int:
+        return sum(self.calls.values())
+
+    def add(self, method: str, seconds: float) -> None:
+        self.calls[method] = self.calls.get(method, 0) + 1
+        self.seconds += seconds
+
+
+class MeteredAPI:
+    """An ``APIClient`` whose engine calls are counted into ``meter`` (and into ``also``, a backend's running total)."""
+
+    def __init__(self, api: Any, meter: EngineMeter, also: EngineMeter | None = None):
+        self._api, self.meter, self._also = api, meter, also
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._api, name)
+        if name.startswith("_") or name in LOCAL_HELPERS or not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            try:
+                return attr(*args, **kwargs)
+            finally:
+                spent = time.monotonic() - started
+                self.meter.add(name, spent)
+                if self._also is not None:
+                    self._also.add(name, spent)
+
+        return call

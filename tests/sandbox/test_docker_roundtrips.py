@@ -32,7 +32,11 @@ def engine_calls(monkeypatch):
     return counts
 
 
-def test_rollout_lifecycle_engine_calls(backend, tiny_task, run_labels, engine_calls):
+def test_rollout_lifecycle_engine_calls_with_one_exec_per_command(engine, sandbox_config, tiny_task, run_labels,
+                                                                   engine_calls):
+    from agentbon.sandbox import DockerBackend
+
+    backend = DockerBackend(sandbox_config.model_copy(update={"executor": "exec"}), engine)
     backend.prepare(tiny_task)  # the image is found once per backend, as a worker's first rollout does
     # A backend's first sandbox of an image also learns whether the engine has disk quotas and probes the user.
     backend.open(tiny_task, {**run_labels, "rollout_id": "tiny/first"}).close()
@@ -54,10 +58,41 @@ def test_rollout_lifecycle_engine_calls(backend, tiny_task, run_labels, engine_c
     assert dict(engine_calls) == {"DELETE containers/*": 1}  # no stop first
 
 
-def test_a_long_command_is_not_polled_every_second(box, engine_calls):
+def test_rollout_lifecycle_engine_calls_with_the_resident_executor(backend, tiny_task, run_labels, engine_calls):
+    backend.prepare(tiny_task)
+    backend.open(tiny_task, {**run_labels, "rollout_id": "tiny/first"}).close()
+    engine_calls.clear()
+    sandbox = backend.open(tiny_task, {**run_labels, "rollout_id": "tiny/calls"})
+    assert dict(engine_calls) == {"POST containers/create": 1, "POST containers/*/start": 1}
+    engine_calls.clear()
+    sandbox.write_file("answer.txt", "yes\n")
+    engine_calls.clear()
+    assert "+yes" in sandbox.diff()
+    # The first command starts the executor: one exec, attached; it is never inspected.
+    assert dict(engine_calls) == {"POST containers/*/exec": 1, "POST exec/*/start": 1}
+    engine_calls.clear()
+    for i in range(5):
+        assert sandbox.exec(f"echo {i}").output == f"{i}\n"
+    assert "+yes" in sandbox.diff()
+    assert sandbox.exec("sleep 3", timeout=30).ok
+    assert dict(engine_calls) == {}  # no engine call per command, however long it runs
+    assert sandbox.use().executor == "resident"
+    assert sandbox.use().engine_calls == 2 + 2 + 2  # start, stat and put (write_file), the executor
+    engine_calls.clear()
+    sandbox.close()
+    assert dict(engine_calls) == {"DELETE containers/*": 1}
+
+
+def test_a_long_command_is_not_polled_every_second(engine, sandbox_config, tiny_task, run_labels, engine_calls):
+    from agentbon.sandbox import DockerBackend
+
+    backend = DockerBackend(sandbox_config.model_copy(update={"executor": "exec"}), engine)
+    box = backend.open(tiny_task, {**run_labels, "rollout_id": "tiny/polled"})
+    engine_calls.clear()
     result = box.exec("sleep 6", timeout=30)
     assert result.ok and result.duration_s >= 6
     assert engine_calls["GET exec/*/json"] <= 4  # checks at 1, 3 s, then the exit code (was one a second)
+    box.close()
 
 
 def test_git_messages_do_not_reach_the_patch(box):
