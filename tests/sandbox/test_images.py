@@ -58,6 +58,18 @@ def test_the_cache_key_follows_the_environment(engine, sandbox_config, tiny_repo
         assert box.exec("test -e /tmp/agentbon-build").exit_code == 1  # the build files (and CA) are gone
 
 
+def test_tracked_files_the_build_rewrites_go_back_to_the_base(engine, sandbox_config, tiny_repo, run_labels):
+    # As `pip install -e .` rewrites an sdist's committed egg-info: the candidates' diffs must not carry it.
+    backend = DockerBackend(sandbox_config, engine)
+    task = make_task(tiny_repo, "tiny-rewrite", setup=["echo regenerated >> README.md", "echo new > built.txt"])
+    with backend.open(task, run_labels) as box:
+        assert box.diff() == ""  # neither the rewritten file nor what the build added
+        assert box.exec("git status --porcelain").output == ""
+        assert box.exec("cat built.txt").output == "new\n"  # what the build added stays
+        box.exec("echo mine > agent.txt && echo more >> README.md")
+        assert "agent.txt" in box.diff() and "+more" in box.diff()  # the agent's own changes still count
+
+
 def test_the_tasks_variables_reach_set_up_agent_and_prebuilt_images(engine, sandbox_config, tiny_repo, run_labels):
     env = {"PYTHONPATH": "src", "ACME_MODE": "it's $HOME"}  # literal: no quoting or expansion on the way
     task = make_task(tiny_repo, "tiny-env", env=env, setup=['printf "%s|%s" "$PYTHONPATH" "$ACME_MODE" > /opt/seen'])
