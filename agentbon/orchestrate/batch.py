@@ -207,6 +207,7 @@ def run_batch(
     t0 = time.time()
     with store.lock():
         check_resumable(store, config)
+        fresh = not store.config()  # no earlier driver of this run: none of its sandboxes can exist yet
         changed = check_tasks_unchanged(store, tasks, config)
         store.create(config.model_dump(mode="json"), tasks, replace=set(changed))
         if before_drive is not None:
@@ -217,8 +218,10 @@ def run_batch(
             record(Warning(message=f"resumed with {len(changed)} redefined task(s): {', '.join(sorted(changed))}"))
         cluster = connect(config)
         try:
-            # Sandboxes of an earlier driver of this run that died without cleaning up (kill -9).
-            reap_everywhere(config, factories, {"run": run_id})
+            # Sandboxes of an earlier driver of this run that died without cleaning up (kill -9). A new run has none,
+            # and skipping the reap takes a round of Ray tasks off the time to its first rollout (docs/sandboxes.md).
+            if not fresh:
+                reap_everywhere(config, factories, {"run": run_id})
             service = factories.server(config.model)
             try:
                 config = config.model_copy(update={"model": service.start()})
