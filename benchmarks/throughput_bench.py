@@ -4,8 +4,8 @@
     python benchmarks/throughput_bench.py [--rollouts 32] [--slots 2,4] [--rounds 1]
 
 The model is scripted (``agentbon.testing_http.ScriptedServer``, real HTTP, zero latency): two calls per rollout,
-a fix (``sed``, plus a comment naming the call's seed, so every candidate's patch differs and each one is verified)
-and the submit command. One task, a one-line bug in a one-file repository, graded by pytest in the task image.
+a fix (``sed``; with ``--unique-patches`` also a comment naming the call's seed, so every candidate differs and each one
+is verified, where by default the driver verifies the one patch once) and the submit command. One task, a one-line bug in a one-file repository, graded by pytest in the task image.
 Each round runs, at each slot count, the bare container rate (``containers.run(image, "true", remove=True)`` from
 a thread pool of that size), then agentbon as it ships (resident executor, warm sandboxes, admission control), then
 agentbon with one engine exec per command and no warm sandboxes (the way it was before). Prints figures; asserts
@@ -41,11 +41,16 @@ def bash(command: str) -> str:
     return f"THOUGHT: next step.\n\n```bash\n{command}\n```\n"
 
 
+UNIQUE = False
+"""``--unique-patches``: every candidate differs, so none of the verifications is shared."""
+
+
 def script(body: dict[str, Any]) -> str:
-    """First call: fix the bug (and leave a comment naming the call's seed); then submit."""
+    """First call: fix the bug (with ``--unique-patches``, also a comment naming the call's seed); then submit."""
     step = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
     if step == 0:
-        return bash(f"sed -i 's/ - 1$//' ops.py && echo '# fixed under seed {body.get('seed')}' >> ops.py")
+        mark = f" && echo '# fixed under seed {body.get('seed')}' >> ops.py" if UNIQUE else ""
+        return bash(f"sed -i 's/ - 1$//' ops.py{mark}")
     return bash(SUBMIT_COMMAND)
 
 
@@ -108,7 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rollouts", type=int, default=32)
     parser.add_argument("--slots", default="2,4")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--unique-patches", action="store_true", help="make every candidate differ (no shared verdicts)")
     args = parser.parse_args(argv)
+    global UNIQUE
+    UNIQUE = args.unique_patches
     slots = [int(s) for s in args.slots.split(",")]
     root = Path(tempfile.mkdtemp(prefix="agentbon-tput-"))
     task = make_task(root)
@@ -127,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     def med(s: int, kind: str, key: str) -> float:
         return statistics.median(r[key] for r in rows[(s, kind)])
 
-    print(f"\n{args.rollouts} rollouts of one task per run, {args.rounds} round(s), medians\n")
+    patches = "every patch different" if UNIQUE else "one patch, verified once"
+    print(f"\n{args.rollouts} rollouts of one task per run ({patches}), {args.rounds} round(s), medians\n")
     print("| | " + " | ".join(f"{s} at a time" for s in slots) + " |")
     print("|---|" + "---|" * len(slots))
     lines = [
@@ -135,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         ("agentbon, end to end, verification included (rollouts/s)", "new", "per_s", "{:.2f}"),
         ("agentbon before (exec per command, no warm pool)", "old", "per_s", "{:.2f}"),
         ("agentbon, rollout phase only (rollouts/s)", "new", "rollout_phase_per_s", "{:.2f}"),
+        ("agentbon before, rollout phase only", "old", "rollout_phase_per_s", "{:.2f}"),
         ("engine calls per rollout sandbox", "new", "engine_calls", "{:.1f}"),
         ("engine calls per rollout sandbox, before", "old", "engine_calls", "{:.1f}"),
         ("rollouts that got a warm sandbox", "new", "warm", "{:.0%}"),
