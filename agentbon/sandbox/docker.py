@@ -250,8 +250,6 @@ class DockerBackend:
         """Per image: the ``uid:gid`` it was built for (``agentbon.user`` label; empty for other images)."""
         self.quota: bool | None = None
         """Whether the engine enforces ``storage_opt`` size quotas: None until the first container tells."""
-        self.meter = EngineMeter()
-        """Every engine call this backend's sandboxes made."""
         self.pool = WarmPool(0)
         """Off until ``keep_warm``: only a caller whose runs end with a reap by the run's label may leave warm
         sandboxes waiting (the orchestrator's units)."""
@@ -280,12 +278,12 @@ class DockerBackend:
         return self._client
 
     def __getstate__(self) -> dict[str, Any]:
-        state = {**self.__dict__, "_client": None, "_admission": None, "meter": None}
+        state = {**self.__dict__, "_client": None, "_admission": None}
         del state["pool"]  # warm sandboxes belong to this process
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, pool=WarmPool(0), meter=EngineMeter())
+        self.__dict__.update(state, pool=WarmPool(0))
 
     @staticmethod
     def _memo_key(task: Task) -> str:
@@ -342,7 +340,7 @@ class DockerBackend:
         started = time.monotonic()
         limit = parse_bytes(self.config.disk_limit) if self.config.disk_limit else None
         meter = EngineMeter()
-        api = MeteredAPI(self.client.api, meter, self.meter)
+        api = MeteredAPI(self.client.api, meter)
         for attempt in (1, 2):
             try:
                 with engine_errors("container start"), self.admission.start() as ticket:

@@ -84,10 +84,10 @@ class EngineMeter:
 
 
 class MeteredAPI:
-    """An ``APIClient`` whose engine calls are counted into ``meter`` (and into ``also``, a backend's running total)."""
+    """An ``APIClient`` whose engine calls are counted into ``meter``."""
 
-    def __init__(self, api: Any, meter: EngineMeter, also: EngineMeter | None = None):
-        self._api, self.meter, self._also = api, meter, also
+    def __init__(self, api: Any, meter: EngineMeter):
+        self._api, self.meter = api, meter
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._api, name)
@@ -99,9 +99,6 @@ class MeteredAPI:
             try:
                 return attr(*args, **kwargs)
             finally:
-                spent = time.monotonic() - started
-                self.meter.add(name, spent)
-                if self._also is not None:
-                    self._also.add(name, spent)
+                self.meter.add(name, time.monotonic() - started)
 
         return call

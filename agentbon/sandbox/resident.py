@@ -10,6 +10,7 @@ dies, the caller falls back to one ``exec`` per command.
 
 from __future__ import annotations
 
+import functools
 import json
 import select
 import socket
@@ -20,7 +21,13 @@ from typing import Any, Protocol
 
 import docker
 
-SOURCE = (Path(__file__).with_name("resident_child.py")).read_text()
+
+@functools.cache
+def source() -> str:
+    """The executor's program, passed to ``python3 -c`` (read once per process, on first use)."""
+    return Path(__file__).with_name("resident_child.py").read_text()
+
+
 LAUNCH = 'command -v python3 >/dev/null 2>&1 || exit 97; exec python3 -I -S -c "$1"'
 """``sh -c`` script that starts the executor with the image's ``python3``, isolated from the task's ``PYTHON*``
 variables and site-packages (a task's ``PYTHONPATH`` or ``sitecustomize`` cannot reach it)."""
@@ -55,7 +62,7 @@ class Resident:
 
     def _start(self, timeout: float) -> None:
         exec_id = self.api.exec_create(
-            self.cid, ["sh", "-c", LAUNCH, "agentbon-resident", SOURCE], stdin=True, user=self.user, workdir="/"
+            self.cid, ["sh", "-c", LAUNCH, "agentbon-resident", source()], stdin=True, user=self.user, workdir="/"
         )["Id"]
         holder = self.api.exec_start(exec_id, socket=True)
         sock = getattr(holder, "_sock", holder)

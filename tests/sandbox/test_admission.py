@@ -73,20 +73,34 @@ def test_simulated_slow_engine_with_admission_slows_down_instead_of_failing():
     assert adaptive.per_s > 0.8 * ceiling
 
 
+class Engine:
+    """An engine API that answers at once; ``SlowEngine`` adds the model's latency and failures in front of it."""
+
+    def create_container(self, *args, **kwargs):
+        return {"Id": "x"}
+
+
 def test_the_slow_engine_wrapper_fails_starts_past_its_breaking_point():
-    class Engine:
-        def create_container(self, *args, **kwargs):
-            return {"Id": "x"}
-
-        def start(self, *args, **kwargs):
-            return None
-
     import requests
 
-    slow = SlowEngine(Engine(), EngineModel(base_s=0.0, per_start_s=0.0, timeout_s=0.0))
-    slow.model = EngineModel(base_s=0.001, per_start_s=0.0, timeout_s=1.0)
+    slow = SlowEngine(Engine(), EngineModel(base_s=0.001, per_start_s=0.0, timeout_s=1.0))
     assert slow.create_container("image") == {"Id": "x"}
     slow.model = EngineModel(base_s=2.0, per_start_s=0.0, timeout_s=0.001)
     with pytest.raises(requests.Timeout):
         slow.create_container("image")
     assert slow.errors == 1 and slow.in_flight == 0 and slow.most_in_flight == 1
+
+
+def test_through_admission_the_slow_engine_never_sees_more_starts_than_it_can_take(tmp_path):
+    # Three starts at once would pass the engine's timeout; admission with two slots keeps it below, whatever the
+    # threads' timing (the sleeps are the simulated engine's latency, not waits of the test).
+    slow = SlowEngine(Engine(), EngineModel(base_s=0.01, per_start_s=0.02, timeout_s=0.04))
+    admission = Admission(ceiling=2, initial=2, directory=tmp_path)
+
+    def start(_: int) -> None:
+        with admission.start():
+            slow.create_container("image")
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(start, range(24)))
+    assert slow.errors == 0 and slow.most_in_flight <= 2

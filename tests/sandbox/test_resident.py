@@ -20,7 +20,7 @@ def exec_box(engine, sandbox_config, tiny_task, run_labels):
 
 
 COMMANDS = [
-    "echo out; echo err >&2; exit 3",
+    "echo out; exit 3",
     "printf 'no newline'",
     "head -c 9000 /dev/zero | tr '\\0' a; echo; seq 1 3000",  # over the 4000-byte cap: head and tail kept
     "python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(256)))'",
@@ -35,6 +35,14 @@ def test_a_command_comes_back_as_a_plain_exec_gives_it(box, exec_box, command):
         want.exit_code, want.output, want.truncated, want.timed_out,
     )
     assert box.use().executor == "resident"
+
+
+def test_stdout_and_stderr_keep_their_order(box, exec_box):
+    # One pipe for both, in the order written (an engine exec carries them as two streams, which may swap).
+    command = "echo one; echo two >&2; echo three; echo four >&2; exit 3"
+    got = box.exec(command)
+    assert (got.exit_code, got.output) == (3, "one\ntwo\nthree\nfour\n")
+    assert sorted(exec_box.exec(command).output.splitlines()) == sorted(got.output.splitlines())
 
 
 def test_a_patch_is_captured_byte_for_byte(box, exec_box):
