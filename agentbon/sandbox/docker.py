@@ -25,6 +25,7 @@ from agentbon.sandbox.harden import PROBE, ROOT, RunAs, as_root_in_repo, host_op
 from agentbon.sandbox.images import USER_LABEL, TaskImage, task_image
 from agentbon.sandbox.patch import stream_patch
 from agentbon.sandbox.pool import UNIT_LABELS, WarmPool, pool_key
+from agentbon.sandbox.removal import Remover, remove
 from agentbon.sandbox.watchdog import DiskWatchdog, quota_refused
 from agentbon.types import ExecResult, SandboxUse, Task
 
@@ -57,6 +58,8 @@ class DockerSandbox:
         """The admission this sandbox's start got (None for a start without admission control)."""
         self.after_close: Callable[[], None] | None = None
         """Run by ``close``: waits for the warm start this sandbox's opening began (pool.py)."""
+        self.remover: Remover | None = None
+        """Where ``close`` hands the container for removal off the caller's path (None: removed before it returns)."""
         self.id: str = container_id[:12]
         self.name: str = name
         self.image = image.ref
@@ -214,13 +217,11 @@ class DockerSandbox:
             self.watchdog.stop()
         self._executor.close()
         try:
-            with engine_errors("close"):
-                self._api.remove_container(self._cid, force=True, v=True)  # no stop first: kill and remove
-        except docker.errors.NotFound:
-            pass
-        except docker.errors.APIError as e:
-            if "already in progress" not in str(e):
-                log.warning("could not remove sandbox %s: %s (agentbon cleanup removes it)", self.name, e)
+            if self.remover is not None:
+                self.meter.add("remove_container", 0.0)  # one engine call, made by the remover's thread
+                self.remover.put(self._cid, self.name)
+            else:
+                remove(self._api, self._cid, self.name)
         finally:
             if self.after_close is not None:
                 self.after_close()
@@ -254,13 +255,21 @@ class DockerBackend:
         """Off until ``keep_warm``: only a caller whose runs end with a reap by the run's label may leave warm
         sandboxes waiting (the orchestrator's units)."""
         self._admission: Admission | None = None
+        self.remover: Remover | None = None
+        """Set by ``keep_warm``: closed sandboxes are removed in the background (removal.py)."""
 
     def keep_warm(self) -> None:
-        """Start sandboxes ahead of need from now on (``sandbox.warm`` per process); they go at the run's reap, or
-        when this process exits."""
-        if self.pool.size != self.config.warm:
-            self.pool.size = self.config.warm
-            atexit.register(self.pool.drain)
+        """Start sandboxes ahead of need from now on (``sandbox.warm`` per process), and remove closed ones in the
+        background; both go at the run's reap at the latest, or when this process exits."""
+        if self.remover is None:
+            self.remover = Remover(self.client.api)
+            atexit.register(self._at_exit)
+        self.pool.size = self.config.warm
+
+    def _at_exit(self) -> None:
+        self.pool.drain()
+        if self.remover is not None:
+            self.remover.flush(60.0)
 
     @property
     def admission(self) -> Admission:
@@ -278,7 +287,7 @@ class DockerBackend:
         return self._client
 
     def __getstate__(self) -> dict[str, Any]:
-        state = {**self.__dict__, "_client": None, "_admission": None}
+        state = {**self.__dict__, "_client": None, "_admission": None, "remover": None}
         del state["pool"]  # warm sandboxes belong to this process
         return state
 
@@ -353,6 +362,7 @@ class DockerBackend:
                 image = self.image_for(task)
         sandbox = DockerSandbox(self.client, container_id, name, image, self.config, api=api, meter=meter)
         sandbox.ticket = ticket
+        sandbox.remover = self.remover
         try:
             with engine_errors("sandbox user"):
                 sandbox.run_as = self._user_for(sandbox, image)

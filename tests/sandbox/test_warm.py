@@ -33,6 +33,7 @@ def test_the_next_sandbox_is_started_while_this_one_runs_and_taken_warm(warm_run
     first = backend.open(tiny_task, {**labels, "rollout_id": "tiny/0"})
     assert not first.warm
     first.close()  # waits for the warm start the opening began
+    assert backend.remover.flush(60.0)  # the closed one is removed in the background
     waiting = containers(engine, labels)
     assert len(waiting) == 1 and waiting[0].labels["agentbon.warm"] == "1"
     assert "agentbon.rollout_id" not in waiting[0].labels  # it belongs to no unit yet
@@ -70,10 +71,12 @@ def test_a_warm_sandbox_removed_meanwhile_is_replaced_by_a_fresh_start(warm_run,
 def test_a_new_run_removes_the_last_runs_warm_sandboxes(warm_run, tiny_task, engine):
     backend, labels = warm_run
     backend.open(tiny_task, {**labels, "rollout_id": "tiny/0"}).close()
+    assert backend.remover.flush(60.0)
     assert len(containers(engine, labels)) == 1
     other = {"run_id": f"{labels['run_id']}-next"}
     try:
         backend.open(tiny_task, {**other, "rollout_id": "tiny/0"}).close()
+        assert backend.remover.flush(60.0)
         assert containers(engine, labels) == []
         assert len(containers(engine, other)) == 1
     finally:
@@ -87,3 +90,23 @@ def test_without_keep_warm_nothing_is_left_waiting(engine, sandbox_config, tiny_
     labels = {**run_labels, "purpose": "unwarmed"}
     backend.open(tiny_task, {**labels, "rollout_id": "tiny/0"}).close()
     assert containers(engine, labels) == []
+
+
+def test_a_closed_sandbox_is_removed_off_the_callers_path_and_counted(warm_run, tiny_task, engine):
+    backend, labels = warm_run
+    sandbox = backend.open(tiny_task, {**labels, "rollout_id": "tiny/0"})
+    calls = sandbox.use().engine_calls
+    sandbox.close()
+    assert sandbox.use().engine_calls == calls + 1  # the removal, counted when it was handed over
+    assert backend.remover.flush(60.0)
+    left = [c.labels.get("agentbon.rollout_id") for c in containers(engine, labels)]
+    assert left == [None]  # only the warm one for the next unit; the closed one is gone
+
+
+def test_a_container_reaped_before_its_queued_removal_is_no_error(warm_run, tiny_task, engine, caplog):
+    backend, labels = warm_run
+    sandbox = backend.open(tiny_task, {**labels, "rollout_id": "tiny/0"})
+    backend.reap(labels)  # the run's reap got there first
+    sandbox.close()
+    assert backend.remover.flush(60.0)
+    assert "could not remove" not in caplog.text
