@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from agentbon.errors import ConfigError
 from agentbon.types import FlagKind, PytestPlugin
@@ -310,6 +310,23 @@ class VerifyConfig(Section):
     max_file_bytes: int = Field(default=1 << 20, ge=1)
     """A file the patch adds, or grows by, more than this many bytes is flagged ``large_file`` (docs/security.md,
     "Static scan")."""
+    flaky: Literal["rerun", "exclude", "strict"] = "rerun"
+    """Tests the suite's flaky map names (``agentbon tasks validate`` writes it): ``rerun`` decides each k of m
+    (``flaky_passes`` of ``flaky_runs``), ``exclude`` leaves them out of the grade (keeping FAIL_TO_PASS ones where
+    none would be left), ``strict`` grades them on one run like any test (verify/flaky.py)."""
+    flaky_runs: int = Field(default=3, ge=1)
+    """m: the most runs a flaky test gets in one verification (the first included)."""
+    flaky_passes: int = Field(default=2, ge=1)
+    """k: the passes a flaky test needs out of ``flaky_runs`` to count as passed."""
+
+    @model_validator(mode="after")
+    def _k_of_m(self) -> VerifyConfig:
+        if self.flaky_passes > self.flaky_runs:
+            raise ValueError(
+                f"verify.flaky_passes ({self.flaky_passes}) is more than verify.flaky_runs ({self.flaky_runs}): "
+                "no flaky test could pass"
+            )
+        return self
 
 
 class SelectConfig(Section):

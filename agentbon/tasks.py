@@ -26,7 +26,7 @@ from agentbon.swebench import (
     task_repo_records,
 )
 from agentbon.taskcheck import RECORD, Invalid, finish_task, pydantic_errors
-from agentbon.types import Task, TaskLoadError
+from agentbon.types import Task, TaskLoadError, TestSet
 
 TASK_FILE = "task.yaml"
 """The spec file of a task folder."""
@@ -76,7 +76,34 @@ def load_suite(path: str | Path) -> tuple[list[Task], list[TaskLoadError]]:
             tasks.append(loaded)
     if not tasks and not errors:
         errors.append(TaskLoadError(source=str(path), field=RECORD, problem="no tasks found"))
-    return tasks, errors
+    return _with_flaky_map(tasks, path, errors), errors
+
+
+def _with_flaky_map(tasks: list[Task], path: Path, errors: list[TaskLoadError]) -> list[Task]:
+    """Mark each task's flaky tests from the suite's map (``agentbon tasks validate`` writes it; verify/flaky.py)."""
+    from agentbon.verify.flaky import MapError, map_path, read_map
+
+    where = map_path(path)
+    try:
+        found = read_map(where)
+    except MapError as e:
+        errors.append(TaskLoadError(source=str(where), field=RECORD, problem=f"flaky map: {e}"))
+        return tasks
+    out = []
+    for task in tasks:
+        seen = found.get(task.task_id, {})
+        if not seen:
+            out.append(task)
+            continue
+        update = {"grade": _mark(task.grade, seen)}
+        if not task.evidence_is_grade:
+            update["evidence"] = _mark(task.evidence, seen)
+        out.append(task.model_copy(update=update))
+    return out
+
+
+def _mark(tests: TestSet, seen: dict[str, str]) -> TestSet:
+    return tests.model_copy(update={"flaky": {t: seen[t] for t in tests.tests if t in seen}})
 
 
 def _records(path: Path) -> Iterator[tuple[str, Task | Invalid]]:

@@ -84,6 +84,10 @@ class TestSet(Record):
     left_out: dict[str, str] = Field(default_factory=dict)
     """Tests of the source's lists left out of this set, each with why (evidence: tests that exist only once the
     grade's test patch is applied)."""
+    flaky: dict[str, str] = Field(default_factory=dict)
+    """Tests of this set whose outcome differed between runs of one patch in ``agentbon tasks validate``, each with
+    what was seen; the suite's ``flaky.json`` fills it when the suite is loaded, and grading treats them by
+    ``verify.flaky`` (verify/flaky.py)."""
 
     @property
     def tests(self) -> list[str]:
@@ -382,6 +386,9 @@ class Verdict(Record):
     flags: list[Flag] = Field(default_factory=list)
     """Everything the verification flagged (``FlagKind``); a ``tampered`` flag accompanies a non-empty ``tampered``."""
     patch_hash: str = ""
+    flaky: dict[str, str] = Field(default_factory=dict)
+    """The tests known to be flaky (``TestSet.flaky``) and how this verdict treated each: excluded from the grade,
+    or how many of its runs passed (verify/flaky.py)."""
     reason: str = ""
     """One line saying why (``FAIL_TO_PASS tests::test_x failed``, ``patch does not apply``...)."""
     duration_s: float = 0.0

@@ -27,6 +27,14 @@ def validate(
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the results as JSON here.", rich_help_panel="Output")
     ] = None,
+    flaky_map: Annotated[
+        bool,
+        typer.Option(
+            help="Keep the flaky tests found in the suite's flaky map (flaky.json in the suite folder, or "
+            "FILE.flaky.json beside a task file), which grading reads (verify.flaky).",
+            rich_help_panel="Output",
+        ),
+    ] = True,
 ) -> None:
     """Check every task: the gold patch resolves, the empty patch does not, each grading test is stable."""
     from agentbon.config import SandboxConfig, VerifyConfig
@@ -48,7 +56,8 @@ def validate(
     try:
         verifier = TestVerifier(
             make_backend(SandboxConfig(backend=backend)),  # type: ignore[arg-type]
-            VerifyConfig(timeout_s=timeout, dedupe=False),  # repeated runs of one patch must really run again
+            # Repeated runs of one patch must really run again, each graded on its own outcomes.
+            VerifyConfig(timeout_s=timeout, dedupe=False, flaky="strict"),
             labels={"stage": "validate"},
         )
     except AgentbonError as e:
@@ -66,6 +75,8 @@ def validate(
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
             results = list(pool.map(check, tasks))
     console.print(_results_table(results, runs))
+    if flaky_map:
+        _write_flaky_map(suite, results, runs, console)
     bad = [r for r in results if r.status != "valid"]
     console.print(f"{len(results) - len(bad)} valid, {len(bad)} not valid, {len(errors)} failed to load")
     if json_out:
@@ -77,6 +88,28 @@ def validate(
         )
     if bad or errors:
         raise typer.Exit(1)
+
+
+def _write_flaky_map(suite: Path, results: list[Any], runs: int, console: Any) -> None:
+    """Record what this validation found per task (a task that could not be checked keeps its entry)."""
+    from agentbon.verify.flaky import MapError, map_path, read_map, write_map
+
+    where = map_path(suite)
+    found = {r.task_id: dict(r.seen) for r in results if r.status != "infra_error"}
+    try:
+        before = read_map(where)
+    except MapError as e:
+        console.print(f"[red]error:[/] {where}: {e}; not updated")
+        return
+    if not any(found.values()) and not any(t in before for t in found):
+        return  # nothing flaky, and nothing to clear: no file written
+    try:
+        write_map(where, found, runs)
+    except OSError as e:
+        console.print(f"[red]error:[/] cannot write the flaky map {where}: {e}")
+        return
+    flaky = sum(len(v) for v in found.values())
+    console.print(f"flaky map {where}: {flaky} flaky test(s) in {sum(1 for v in found.values() if v)} task(s)")
 
 
 def _errors_table(errors):

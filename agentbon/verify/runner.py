@@ -44,7 +44,7 @@ from agentbon.diffs import files_touched
 from agentbon.errors import InfraError, SandboxDiskLimit
 from agentbon.protocols import Sandbox, SandboxBackend
 from agentbon.types import Flag, Role, Rollout, Task, TestSet, Verdict, patch_hash
-from agentbon.verify import canary, evalscript, guard, harness, second
+from agentbon.verify import canary, evalscript, flaky, guard, harness, second
 from agentbon.verify.cache import VerdictCache
 from agentbon.verify.grading import crosscheck, grade, graded_ids
 from agentbon.verify.junit import JUnitError, outcomes_for, parse_junit
@@ -193,13 +193,63 @@ class TestVerifier:
         vdir = self._new_vdir(sandbox)
         if patch.strip():
             self._apply_candidate(sandbox, task, patch, vdir, state)
+        treat = flaky.treatment(tests, self.config.flaky, self.config.flaky_runs)
+        notes = dict(treat.notes)
         if tests.runner == "swebench":  # the harness's eval script applies the test patch itself
-            return self._run_harness(sandbox, task, tests, patch, vdir)
+            status, reason, fields = self._run_harness(sandbox, task, treat.graded, patch, vdir)
+            return status, reason, {**fields, "flaky": notes} if notes else fields
         self._apply_tests(sandbox, tests, vdir)
-        report, junit, plan = self._run_tests(sandbox, tests, vdir, activate=task.kind == "swebench")
+        activate = task.kind == "swebench"
+        report, junit, plan = self._run_tests(sandbox, treat.graded, vdir, activate=activate)
+        judged = self._judge(treat.graded, report, junit, plan)
+        if treat.rerun:
+            judged = self._rerun_flaky(sandbox, treat, vdir, activate, judged, notes)
         if not sandbox.isolation.startswith("docker"):  # a container goes with its files
             self._sh(sandbox, f"rm -rf {vdir}")
-        return self._judge(tests, report, junit, plan)
+        status, reason, fields = judged
+        return status, reason, {**fields, "flaky": notes} if notes else fields
+
+    def _rerun_flaky(
+        self, sandbox: Sandbox, treat: flaky.Treatment, vdir: str, activate: bool, first: tuple[str, str, dict],
+        notes: dict[str, str],
+    ) -> tuple[str, str, dict]:
+        """Run the graded flaky tests again, in this sandbox, until each is decided k of m (verify/flaky.py); say in
+        ``notes`` how each was decided.
+
+        Only after a run whose verdict came from its test outcomes (not forged, timed out or contradicted), and
+        only while the stable tests all passed (else the verdict is ``fail`` whatever the flaky ones do). A rerun
+        that is not trusted decides the verdict as the first run's would."""
+        status, reason, fields = first
+        outcomes = fields.get("tests")
+        graded = treat.graded
+        passes, runs = self.config.flaky_passes, self.config.flaky_runs
+        if outcomes is None or grade(graded, outcomes) != (status, reason):
+            notes.update({t: "not rerun: the first run was not trusted" for t in treat.rerun})
+            return first
+        stable = [t for t in graded.tests if t not in treat.rerun]
+        if any(outcomes.get(t) != "passed" for t in stable):
+            notes.update({t: "not rerun: a stable test did not pass" for t in treat.rerun})
+            return first
+        seen: list[dict] = [outcomes]
+        while ids := flaky.undecided(seen, treat.rerun, runs, passes):
+            subset = graded.model_copy(
+                update={
+                    "fail_to_pass": [t for t in graded.fail_to_pass if t in ids],
+                    "pass_to_pass": [t for t in graded.pass_to_pass if t in ids],
+                }
+            )
+            report, junit, plan = self._run_tests(sandbox, subset, vdir, activate=activate)
+            again = self._judge(subset, report, junit, plan)
+            if "tests" not in again[2] or grade(subset, again[2]["tests"]) != again[:2]:
+                flags = [*fields.get("flags", []), *again[2].get("flags", [])]
+                notes.update({t: f"rerun not trusted: {again[1]}" for t in ids})
+                return "fail", f"flaky rerun: {again[1]}", {**fields, "flags": flags, "log": again[2].get("log", "")}
+            seen.append(again[2]["tests"])
+        decided, how = flaky.decide(seen, treat.rerun, passes)
+        notes.update(how)
+        merged = {**outcomes, **decided}
+        status, reason = grade(graded, merged)
+        return status, reason, {**fields, "tests": merged}
 
     def _new_vdir(self, sandbox: Sandbox) -> str:
         """A fresh directory for the verifier's files. Outside the repository, in the sandbox's temp dir (a process
@@ -400,6 +450,8 @@ class TestVerifier:
         # A harness instance is driven by what its log parser reads (docs/security.md, "Second check").
         runner = harness.second_runner(tests) if harnessed else tests.runner
         ids = second.ids_to_check(tests, fields.get("tests", {}), runner)
+        if self.config.flaky != "strict":  # decided k of m already; one more run of its own would prove nothing
+            ids = [t for t in ids if t not in tests.flaky]
         script = harness.eval_script(task, tests) if harnessed and ids else ""
         setup = evalscript.setup_part(script) if script else None
         if not ids or (harnessed and setup is None):

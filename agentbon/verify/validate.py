@@ -4,12 +4,15 @@ For each task, in fresh sandboxes: the gold patch and the empty patch are each g
 (a test whose outcome differs between runs of the same patch is flaky), FAIL_TO_PASS tests must fail
 and PASS_TO_PASS tests pass at base, and the gold patch must pass the evidence tests (else the
 evidence would reject a correct fix). Tests the loader left out of the evidence (they exist only once the
-grade's test patch is applied) are listed with why, and do not make a task invalid.
+grade's test patch is applied) are listed with why, and do not make a task invalid. Nor do flaky tests by
+themselves: ``agentbon tasks validate`` keeps them in the suite's flaky map (``flaky.json``), which grading reads
+(verify/flaky.py). Validation itself grades strictly (``verify.flaky: strict``, one run decides), so that it sees
+each run's own outcomes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pydantic import Field
 
@@ -31,6 +34,8 @@ class TaskValidation(Record):
     evidence: str = ""
     """Gold patch on the evidence tests (``undecided`` when there are none)."""
     flaky: list[str] = Field(default_factory=list)
+    seen: dict[str, str] = Field(default_factory=dict)
+    """Per flaky test, its outcomes run by run (what the suite's flaky map records)."""
     problems: list[str] = Field(default_factory=list)
     evidence_left_out: dict[str, str] = Field(default_factory=dict)
     """Tests of the task's lists that are not selection evidence, each with why (they exist only once the grade's
@@ -46,16 +51,36 @@ def _resolved(verdicts: list[Verdict]) -> str:
     return f"{sum(v.status == 'pass' for v in verdicts)}/{len(verdicts)}" + (f" ({infra} infra)" if infra else "")
 
 
+def outcomes_seen(test: str, **runs: list[Verdict]) -> str:
+    """One test's outcomes run by run, per patch: ``gold passed, failed, passed; empty failed, failed, failed``."""
+    parts = [f"{name} " + ", ".join(v.tests.get(test, "missing") for v in vs) for name, vs in runs.items() if vs]
+    return "; ".join(parts)
+
+
 def flaky_tests(verdicts: list[Verdict]) -> list[str]:
     """Tests whose outcome is not the same in every verdict (runs of one patch)."""
     ids = sorted({t for v in verdicts for t in v.tests})
     return [t for t in ids if len({v.tests.get(t, "missing") for v in verdicts}) > 1]
 
 
-def base_problems(task: Task, base: Mapping[str, str]) -> list[str]:
-    """What the outcomes at the base (the empty patch) say against the task's lists."""
+FLAKY_NOTE = (
+    "{} flaky test(s), kept in the suite's flaky map: grading decides them by verify.flaky (k of m runs by default)"
+)
+
+
+def _only_flaky(task: Task, verdict: Verdict, flaky: list[str]) -> bool:
+    """True when a failed verdict failed on flaky tests alone (its outcomes decided it, and only flaky ones failed)."""
+    if not flaky or not verdict.tests or not verdict.patch_applied:
+        return False
+    bad = [t for t in task.grade.tests if verdict.tests.get(t) != "passed"]
+    return bool(bad) and all(t in flaky for t in bad) and verdict.reason.startswith(("FAIL_TO_PASS", "PASS_TO_PASS"))
+
+
+def base_problems(task: Task, base: Mapping[str, str], flaky: Sequence[str] = ()) -> list[str]:
+    """What the outcomes at the base (the empty patch) say against the task's lists (a flaky PASS_TO_PASS test
+    failing at base is the flaky map's business, not a problem)."""
     passing_f2p = [t for t in task.grade.fail_to_pass if base.get(t) == "passed"]
-    failing_p2p = [t for t in task.grade.pass_to_pass if base.get(t) not in (None, "passed")]
+    failing_p2p = [t for t in task.grade.pass_to_pass if base.get(t) not in (None, "passed") and t not in flaky]
     out = []
     if passing_f2p:
         out.append(f"FAIL_TO_PASS tests pass at base: {', '.join(passing_f2p[:3])}")
@@ -80,21 +105,21 @@ def validate_task(task: Task, verifier: Verifier, runs: int = 3) -> TaskValidati
     flaky = sorted(set(flaky_tests(gold)) | set(flaky_tests(empty)))
     if any(not v.patch_applied for v in gold):
         problems.append("gold patch does not apply")
-    elif any(v.status != "pass" for v in gold if v.status != "infra_error"):
-        bad = next(v for v in gold if v.status not in ("pass", "infra_error"))
+    elif any(v.status not in ("pass", "infra_error") and not _only_flaky(task, v, flaky) for v in gold):
+        bad = next(v for v in gold if v.status not in ("pass", "infra_error") and not _only_flaky(task, v, flaky))
         problems.append(f"gold patch does not resolve: {bad.reason}")
     if any(v.status == "pass" for v in empty):
         problems.append("the empty patch resolves the task")
-    problems += base_problems(task, empty[0].tests)
+    problems += base_problems(task, empty[0].tests, flaky)
     if evidence.status == "fail":
         absent = [t for t, outcome in evidence.tests.items() if outcome == "missing"]
         hint = f" ({len(absent)} not found before the test patch: {', '.join(absent[:3])})" if absent else ""
         problems.append(f"gold patch fails the evidence tests: {evidence.reason}{hint}")
-    if flaky:
-        problems.append(f"{len(flaky)} flaky test(s)")
     status = "invalid" if problems else ("infra_error" if infra else "valid")
     if infra:
         problems.append(f"infra errors: {infra[0]}")
+    if flaky:  # a note: the suite's flaky map carries them into grading (verify.flaky)
+        problems.append(FLAKY_NOTE.format(len(flaky)))
     left_out = task.evidence.left_out
     if left_out:  # a note, not a problem: shown beside the problems, the status stays as decided above
         first = next(iter(left_out.items()))
@@ -107,6 +132,7 @@ def validate_task(task: Task, verifier: Verifier, runs: int = 3) -> TaskValidati
             "empty": _resolved(empty),
             "evidence": evidence.status,
             "flaky": flaky,
+            "seen": {t: outcomes_seen(t, gold=gold, empty=empty) for t in flaky},
             "problems": problems,
             "evidence_left_out": dict(left_out),
         }
@@ -123,13 +149,13 @@ def _without_gold(task: Task, verifier: Verifier, runs: int, out: TaskValidation
     if any(v.status == "pass" for v in decided):
         problems.append("the empty patch resolves the task")
     flaky = flaky_tests(empty)
-    if flaky:
-        problems.append(f"{len(flaky)} flaky test(s)")
     if decided:
-        problems += base_problems(task, decided[0].tests)
+        problems += base_problems(task, decided[0].tests, flaky)
     status = "invalid" if problems else ("infra_error" if infra and not decided else "valid")
     if infra:
         problems.append(f"infra errors: {infra[0]}")
+    if flaky:
+        problems.append(FLAKY_NOTE.format(len(flaky)))
     problems.append("no gold patch: whether the grade accepts a correct migration is not checked")
     return out.model_copy(
         update={
@@ -138,6 +164,7 @@ def _without_gold(task: Task, verifier: Verifier, runs: int, out: TaskValidation
             "empty": _resolved(empty),
             "evidence": "grade",
             "flaky": flaky,
+            "seen": {t: outcomes_seen(t, empty=empty) for t in flaky},
             "problems": problems,
         }  # fmt: skip
     )
