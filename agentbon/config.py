@@ -332,7 +332,9 @@ class VerifyConfig(Section):
 class SelectConfig(Section):
     selectors: list[str] = Field(
         min_length=1,
-        default_factory=lambda: ["tests-then-critic", "tests", "critic", "majority", "soft-bon", "random", "oracle"],
+        default_factory=lambda: [
+            "tests-then-critic", "critic-then-tests", "tests", "critic", "majority", "soft-bon", "random", "oracle"
+        ],  # fmt: skip
     )
     """Selectors reported; the first is the one whose winner is exported."""
     critic: Literal["classifier", "judge", "none"] = "classifier"

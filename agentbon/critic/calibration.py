@@ -56,3 +56,81 @@ def report(labels: np.ndarray, probs: np.ndarray) -> dict[str, float | int | Non
         "ece": ece(y, probs),
         "brier": brier(y, probs),
     }
+
+
+# ------------------------------------------------------------------------------------ intervals over tasks
+
+FINE = 100
+"""Score bins of the per-task histograms the bootstrap resamples (AUROC within a bin counts ties half)."""
+
+
+def task_stats(labels: np.ndarray, probs: np.ndarray, rows: np.ndarray, tasks: int, bins: int = 10) -> np.ndarray:
+    """Per task, the sums every metric needs: histograms of passing and failing scores (``FINE`` bins), per
+    reliability bin the count, sum of scores and passes, the squared error and the count; shape ``(tasks, F)``.
+    Sums over a resample of tasks give that resample's metrics (``from_stats``)."""
+    y = np.asarray(labels, dtype=np.float64)
+    p = np.clip(np.asarray(probs, dtype=np.float64), 0.0, 1.0)
+    fine = np.minimum((p * FINE).astype(int), FINE - 1)
+    coarse = np.minimum((p * bins).astype(int), bins - 1)
+    out = np.zeros((tasks, 2 * FINE + 3 * bins + 2))
+    np.add.at(out, (rows, fine), y)
+    np.add.at(out, (rows, FINE + fine), 1.0 - y)
+    base = 2 * FINE
+    np.add.at(out, (rows, base + coarse), 1.0)
+    np.add.at(out, (rows, base + bins + coarse), p)
+    np.add.at(out, (rows, base + 2 * bins + coarse), y)
+    np.add.at(out, (rows, np.full(len(rows), base + 3 * bins)), (p - y) ** 2)
+    np.add.at(out, (rows, np.full(len(rows), base + 3 * bins + 1)), 1.0)
+    return out
+
+
+def from_stats(stats: np.ndarray, bins: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """AUROC (NaN where one class is absent), ECE and Brier of summed stats; ``stats`` is ``(..., F)``."""
+    pos, neg = stats[..., :FINE], stats[..., FINE : 2 * FINE]
+    below = np.cumsum(neg, axis=-1) - neg  # failing scores in lower bins
+    wins = (pos * (below + 0.5 * neg)).sum(axis=-1)
+    pairs = pos.sum(axis=-1) * neg.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        auc = np.where(pairs > 0, wins / np.where(pairs > 0, pairs, 1.0), np.nan)
+        base = 2 * FINE
+        mean_p = stats[..., base + bins : base + 2 * bins]
+        passes = stats[..., base + 2 * bins : base + 3 * bins]
+        total = np.maximum(stats[..., base + 3 * bins + 1], 1e-12)
+        ece_ = np.abs(mean_p - passes).sum(axis=-1) / total  # sum over bins of |sum p - sum y| / n
+        brier_ = stats[..., base + 3 * bins] / total
+    return auc, ece_, brier_
+
+
+def intervals(
+    labels: np.ndarray, probs: np.ndarray, rows: np.ndarray, tasks: int, n_boot: int, confidence: float, seed: int
+) -> dict[str, tuple[float | None, float | None]]:
+    """Percentile bootstrap intervals over tasks of AUROC, ECE and Brier (each resample draws whole tasks)."""
+    from agentbon.metrics.bootstrap import bootstrap_means, percentile_interval
+
+    stats = task_stats(labels, probs, rows, tasks)
+    means = bootstrap_means(stats, n_boot=n_boot, seed=seed)
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for name, values in zip(("auroc", "ece", "brier"), from_stats(means), strict=True):
+        finite = values[np.isfinite(values)]
+        if len(finite) < max(2, n_boot // 2):  # most resamples held one class only: no interval worth printing
+            out[name] = (None, None)
+            continue
+        lo, hi = percentile_interval(finite, confidence)
+        out[name] = (float(lo), float(hi))
+    return out
+
+
+def reliability(labels: np.ndarray, probs: np.ndarray, bins: int = 10) -> list[dict[str, float | int]]:
+    """The reliability diagram's points: per non-empty bin, its range, count, mean score and pass rate."""
+    y = np.asarray(labels, dtype=np.float64)
+    p = np.clip(np.asarray(probs, dtype=np.float64), 0.0, 1.0)
+    which = np.minimum((p * bins).astype(int), bins - 1)
+    out: list[dict[str, float | int]] = []
+    for b in range(bins):
+        mask = which == b
+        if mask.any():
+            out.append({
+                "lo": b / bins, "hi": (b + 1) / bins, "count": int(mask.sum()),
+                "mean_score": round(float(p[mask].mean()), 6), "pass_rate": round(float(y[mask].mean()), 6),
+            })  # fmt: skip
+    return out

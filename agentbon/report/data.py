@@ -83,6 +83,8 @@ class RunData:
     ``select.allow_flags`` unless the task's fallback lets every flagged one be chosen): the selectors' rule."""
     oracle_candidate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
     """As ``candidate`` with flags left aside: the oracle's rule (it ranks by grade alone) and the fallback's."""
+    evidence_pass: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
+    """Cells whose evidence verdict passed (the baseline a critic has to beat, report/calibration.py)."""
     early_stop: dict[str, EarlyStopped] = field(default_factory=dict)
     """Task id → what early stop did to it (tasks it never stopped are absent)."""
     infra_events: list[dict] = field(default_factory=list)
@@ -132,6 +134,7 @@ def load_run(store: RunStore) -> RunData:
     present, valid = np.zeros(shape, bool), np.zeros(shape, bool)
     correct, cells = np.zeros(shape), np.full(shape, MISSING, dtype=np.int8)
     candidate, oracle_candidate = np.zeros(shape, bool), np.zeros(shape, bool)
+    evidence_pass = np.zeros(shape, bool)
     select = config.get("select") or {}
     allowed = list(select.get("allow_flags") or [])
     for rid, r in rollouts.items():
@@ -146,6 +149,7 @@ def load_run(store: RunStore) -> RunData:
         valid[i, j] = status in ("pass", "fail")  # an undecided grade is no sample: left out of n, counted apart
         correct[i, j] = 1.0 if status == "pass" else 0.0
         seen = Candidate(rollout=r, evidence=evidence.get(rid))
+        evidence_pass[i, j] = seen.evidence is not None and seen.evidence.status == "pass"
         oracle_candidate[i, j] = invalid_reason(seen) is None
         candidate[i, j] = oracle_candidate[i, j] and not blocking_flags(seen, allowed)
     if select.get("flagged_fallback") == "flagged":  # a task whose candidates are all flagged: they are chosen from
@@ -172,6 +176,7 @@ def load_run(store: RunStore) -> RunData:
         curve=curve,
         candidate=candidate,
         oracle_candidate=oracle_candidate,
+        evidence_pass=evidence_pass,
         early_stop={t: s for t, s in stopped.items() if t in row},
         infra_events=store.events_of("infra"),
     )

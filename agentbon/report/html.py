@@ -104,8 +104,29 @@ def charts(summary: RunReport | dict) -> list[tuple[str, str]]:
         cost_ticks = [(math.log2(c), num(c)) for c in costs]
         out.append((f"Points against cost ({s['cost']['unit']}, log2 axis); each marker is one k.",
                     line_chart("Points against cost", cost_series, cost_ticks, f"cost ({s['cost']['unit']})", "accuracy (points)")))  # fmt: skip
+    reliability = _reliability(s)
+    if reliability:
+        out.append(reliability)
     out.append(_pass_map(s))
     return out
+
+
+def _reliability(s: dict) -> tuple[str, str] | None:
+    """The reliability diagram: per critic, pass rate against mean score in each score bin; the diagonal is a
+    perfectly calibrated critic."""
+    critics = (s.get("calibration") or {}).get("critics") or []
+    if not critics:
+        return None
+    series = [Series("perfect", [0.0, 1.0], [0.0, 100.0], ORACLE_COLOR, dashed=True)]
+    for i, c in enumerate(critics):
+        bins = c["bins"]
+        series.append(Series(c["name"], [b["mean_score"] for b in bins], [100 * b["pass_rate"] for b in bins],
+                             PALETTE[i % len(PALETTE)]))  # fmt: skip
+    ticks = [(x / 5, f"{x / 5:.1f}") for x in range(6)]
+    caption = ("Reliability: the share of candidates whose grade passed against the critic's mean score, per score "
+               "bin of 0.1 (bins without candidates left out); on the dashed diagonal a score is the pass rate.")  # fmt: skip
+    chart = line_chart("Critic reliability", series, ticks, "critic score", "passing (%)", y_range=(0.0, 100.0))
+    return caption, chart
 
 
 def _pass_map(s: dict) -> tuple[str, str]:
@@ -129,7 +150,7 @@ def render_html(summary: RunReport | dict) -> str:
     )
     order = [k for k in ("headline", "flags", "scaling", "selectors") if k in tables]
     body = "".join(_table(tables[k]) for k in order) + f'<h2 id="plots">Plots</h2>{figures}'
-    body += "".join(_table(tables[k]) for k in ("selected_by_k", "cost", "references"))
+    body += "".join(_table(tables[k]) for k in ("selected_by_k", "calibration", "cost", "references") if k in tables)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>agentbon report — {escape(s['run_id'])}</title><style>{CSS}</style></head>"

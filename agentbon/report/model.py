@@ -12,11 +12,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 SUMMARY_SCHEMA = "agentbon.summary"
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
 """2: typed model; per-k values None where not measured; grade infra errors out of n; early stop; infra.
-3: ``flags`` (per kind, per task, flagged winners)."""
-READS = (2, 3)
-"""Versions :func:`read_summary` reads; a version-2 file reads with an empty ``flags`` section."""
+3: ``flags`` (per kind, per task, flagged winners).
+4: ``calibration`` (each critic against the grade, with intervals and the reliability diagram)."""
+READS = (2, 3, 4)
+"""Versions :func:`read_summary` reads; older files read with empty ``flags`` / ``calibration`` sections."""
 
 
 class Part(BaseModel):
@@ -195,6 +196,36 @@ class Flags(Part):
     """The run's ``select.flagged_fallback``."""
 
 
+class ReliabilityBin(Part):
+    lo: float
+    hi: float
+    count: int
+    mean_score: float
+    pass_rate: float
+
+
+class CriticCalibration(Part):
+    """One critic's scores against the grade over the graded candidates (report/calibration.py)."""
+
+    name: str
+    role: Literal["run", "baseline", "out-of-fold"]
+    n: int
+    positives: int
+    tasks: int
+    auroc: Point
+    ece: Point
+    brier: Point
+    bins: list[ReliabilityBin]
+
+
+class Calibration(Part):
+    used: str = ""
+    """The critic the run's selectors used."""
+    why: str = ""
+    critics: list[CriticCalibration] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
 class TaskRow(Part):
     task_id: str
     n: int
@@ -227,6 +258,7 @@ class RunReport(Part):
     infra: Infra
     early_stop: EarlyStop
     flags: Flags = Field(default_factory=Flags)
+    calibration: Calibration = Field(default_factory=Calibration)
     # SWE-bench harness report keys (schema_version 2) for the primary selector's winners.
     total_instances: int
     submitted_instances: int

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from agentbon.config import ReportConfig
 from agentbon.errors import ConfigError
 from agentbon.metrics import doubling_ks
+from agentbon.report.calibration import calibration_section
 from agentbon.report.compute import Curves, Estimator, compute_curves
 from agentbon.report.costs import cost_section, theory_section
 from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA, PASS, UNGRADED, RunData, load_run
@@ -181,6 +182,7 @@ def build_report(store: RunStore, data: RunData | None = None, **overrides: obje
         "infra": infra_section(data),
         "early_stop": early_stop_section(data),
         "flags": flag_section(data),
+        "calibration": calibration_section(data, options),
         **winner_report(data, data.primary),
         "rollout_report": rollout_report(data),
         "metrics": {

@@ -366,9 +366,38 @@ def references(s: dict) -> Table:
     return Table("references", s["references"]["label"], headers, rows)
 
 
+def _interval(b: dict) -> str:
+    if b["mean"] is None:
+        return "—"
+    if b["lo"] is None or b["hi"] is None:
+        return f"{b['mean']:.3f}"
+    return f"{b['mean']:.3f} [{b['lo']:.3f}, {b['hi']:.3f}]"
+
+
+def calibration(s: dict) -> Table | None:
+    """Each critic's scores against the grade (None in a report without graded candidates or an old summary)."""
+    c = s.get("calibration") or {}
+    if not c.get("critics"):
+        return None
+    rows = [
+        [x["name"], x["role"], f"{x['positives']} / {x['n']} ({x['tasks']} tasks)", _interval(x["auroc"]),
+         _interval(x["ece"]), _interval(x["brier"])]
+        for x in c["critics"]
+    ]  # fmt: skip
+    conf = int(round(100 * s["metrics"]["confidence"]))
+    notes = [
+        f"The run's selectors used {c['used']}: {c['why']}.",
+        *c.get("notes", []),
+        f"Over the graded candidates a selector could pick; [{conf}% bootstrap over tasks] (AUROC in the resamples "
+        "from scores in bins of 0.01). ECE over 10 equal-width bins; AUROC — where one grade only.",
+    ]
+    headers = ["critic", "role", "passing / graded", "AUROC", "ECE", "Brier"]
+    return Table("calibration", "Critics against the grade", headers, rows, notes)
+
+
 def all_tables(summary: RunReport | dict[str, Any]) -> list[Table]:
     """Every table of a report, in reading order."""
     s = as_dict(summary)
-    flagged = flags(s)
-    return [headline(s), *([flagged] if flagged else []), scaling(s), selectors(s), selected_by_k(s), cost(s),
-            references(s)]  # fmt: skip
+    flagged, calibrated = flags(s), calibration(s)
+    return [headline(s), *([flagged] if flagged else []), scaling(s), selectors(s), selected_by_k(s),
+            *([calibrated] if calibrated else []), cost(s), references(s)]  # fmt: skip

@@ -15,6 +15,7 @@ from agentbon.protocols import Critic, Selector
 from agentbon.select.base import FLAGGED, INVALID_SCORE, blocking_flags, invalid_reason
 from agentbon.select.selectors import (
     CriticOnly,
+    CriticThenTests,
     Majority,
     Oracle,
     RandomChoice,
@@ -24,9 +25,10 @@ from agentbon.select.selectors import (
 )
 
 SELECTORS: dict[str, type] = {
-    cls.name: cls for cls in (TestsThenCritic, TestsOnly, CriticOnly, Majority, SoftBestOfN, RandomChoice, Oracle)
+    cls.name: cls
+    for cls in (TestsThenCritic, CriticThenTests, TestsOnly, CriticOnly, Majority, SoftBestOfN, RandomChoice, Oracle)
 }
-USES_CRITIC = {"tests-then-critic", "critic", "soft-bon"}
+USES_CRITIC = {"tests-then-critic", "critic-then-tests", "critic", "soft-bon"}
 
 
 def make_selector(

@@ -1,4 +1,5 @@
-"""The selectors: tests-then-critic (default), tests, critic, majority, soft best-of-N, random, and the oracle.
+"""The selectors: tests-then-critic (default), critic-then-tests, tests, critic, majority, soft best-of-N, random, and
+the oracle.
 
 Each scores every candidate so that the metrics (selected@k over random k-subsets) see exactly the
 selector's preferences: equal scores where it is indifferent (ties are broken uniformly), and the
@@ -27,6 +28,8 @@ from agentbon.types import Selection, Task, patch_hash
 
 CRITIC_WEIGHT = 0.5
 """Critic scores (in [0, 1]) are scaled below one tier step, so tests always rank first."""
+TIE_BREAK = 1e-8
+"""``critic-then-tests``: an evidence tier step, below the critic's rounding (1e-6), so the critic always ranks first."""
 
 
 class _Base:
@@ -129,6 +132,25 @@ class TestsThenCritic(_Base):
             why = f"evidence tests cannot decide; {self._critic_name} chose among {sizes[1]}"
         else:
             why = f"no candidate passes the evidence tests; {self._critic_name} chose among {sizes[0]}"
+        return rank(self.name, task, candidates, scores, reasons, why, self.seed)
+
+
+class CriticThenTests(_Base):
+    """The critic ranks; the evidence tier breaks ties between equal critic scores (a discrete critic, such as the
+    heuristic prior, ties often). Beside ``tests-then-critic`` it shows what trusting the critic first costs or buys."""
+
+    __test__ = False
+    name = "critic-then-tests"
+
+    def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
+        valid, scores, reasons = self._split(candidates, allowed)
+        critic = critic_scores(self.critic, task, candidates, valid)
+        for i in valid:
+            tier, label = evidence_tier(candidates[i])
+            # Tier steps (0, 1, 2) scaled far below any critic difference the rounding keeps.
+            scores[i] = round(critic.get(i, 0.0), 6) + TIE_BREAK * tier
+            reasons[i] = (f"{self._critic_name} {critic[i]:.3f}; " if i in critic else "no critic; ") + label
+        why = f"highest {self._critic_name} score; the evidence tests break ties"
         return rank(self.name, task, candidates, scores, reasons, why, self.seed)
 
 

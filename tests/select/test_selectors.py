@@ -119,3 +119,17 @@ def test_selectors_use_the_configured_critic_or_fail_clearly():
         make_selector("best")
     with pytest.raises(ConfigError, match="needs a model"):
         make_selector("critic", SelectConfig(critic="judge"))
+
+
+def test_critic_then_tests_trusts_the_critic_over_the_evidence_and_tests_break_its_ties():
+    critic = CountingCritic({0: 0.9, 1: 0.4, 2: 0.4, 3: 0.4})
+    cands = [cand(0, "a"), cand(1, "b", evidence="pass"), cand(2, "c", evidence="undecided"), cand(3, None)]
+    sel = make_selector("critic-then-tests", critic=critic).select(TASK, cands)
+    assert sel.winner == "t/0"  # the critic ranks first, even over an evidence pass
+    assert [r.rollout_id for r in sel.ranked] == ["t/0", "t/1", "t/2", "t/3"]  # equal scores: pass > undecided
+    assert sel.ranked[1].reason == "counting 0.400; evidence pass" and sel.ranked[-1].reason == "empty patch"
+    assert sorted(critic.calls) == [0, 1, 2]  # every valid candidate scored, the empty one not
+    tests_first = make_selector("tests-then-critic", critic=CountingCritic({0: 0.9, 1: 0.4, 2: 0.4})).select(
+        TASK, cands
+    )
+    assert tests_first.winner == "t/1"

@@ -1,0 +1,138 @@
+"""Critic calibration in every report that has grades: how well each critic's scores predict the grade.
+
+Over the candidates a selector could pick whose grade is decided (pass or fail), for each of:
+
+- **the run's critic**: the scores the ``critic`` selector recorded (or, for the heuristic prior, which is a pure
+  function of the record, the prior recomputed), named as the run's config names it;
+- **evidence passed**: 1 where the evidence tests passed, else 0, the baseline a critic must beat before it is
+  trusted to decide anything;
+- **classifier, out of fold**: ``agentbon critic train``'s logistic regression on the record-only features, each
+  task's candidates scored by a model fitted on the other tasks (folds grouped by task), so it never saw the
+  grade it is scored against. Skipped above ``OOF_LIMIT`` candidates (``agentbon critic train`` does it offline).
+
+AUROC, ECE (10 equal-width bins) and Brier, each with a percentile bootstrap interval over tasks (whole tasks
+resampled, as for the curves), and the reliability diagram's points. The section also says which critic the
+run's selectors used and why, and whether a trained one beat the evidence baseline out of fold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agentbon.config import ReportConfig
+from agentbon.critic import calibration as cal
+from agentbon.report.data import RunData
+
+OOF_LIMIT = 20_000
+"""Most candidates the report fits the out-of-fold classifier on (five fits of Newton's method)."""
+
+
+def run_critic(config: dict) -> tuple[str, str]:
+    """The critic the run's selectors used, and why that one."""
+    select = config.get("select") or {}
+    kind, path = select.get("critic", "classifier"), select.get("critic_path")
+    if kind == "classifier" and path:
+        return "classifier", f"select.critic_path names a trained classifier ({path})"
+    if kind == "classifier":
+        return "heuristic-prior", "no trained critic (select.critic_path unset): the hand-set prior, not learned"
+    if kind == "judge":
+        return "llm-judge", "select.critic: judge (the served model asked YES/NO, p(YES) from logprobs)"
+    return "none", "select.critic: none"
+
+
+def _recorded(data: RunData, cells: np.ndarray, name: str) -> np.ndarray | None:
+    """The run critic's scores on ``cells``: the ``critic`` selector's, the prior's recomputed, else None."""
+    scores = data.scores.get("critic")
+    if scores is not None and np.isfinite(scores[cells]).all():
+        return np.clip(scores[cells], 0.0, 1.0)
+    if name != "heuristic-prior":
+        return None
+    from agentbon.critic.prior import HeuristicPrior
+
+    prior = HeuristicPrior()
+    rows, cols = np.nonzero(cells)
+    lookup = {(r.task_id, r.index): r for r in data.rollouts.values()}
+    out = np.empty(len(rows))
+    for k, (i, j) in enumerate(zip(rows, cols, strict=True)):
+        rollout = lookup[(data.task_ids[i], int(j))]
+        out[k] = prior.score(data.tasks[rollout.task_id], rollout, data.evidence.get(rollout.rollout_id))
+    return out
+
+
+def _out_of_fold(data: RunData, cells: np.ndarray, labels: np.ndarray, seed: int) -> tuple[np.ndarray | None, str]:
+    """The out-of-fold classifier's scores on ``cells``, or None with why not."""
+    rows, cols = np.nonzero(cells)
+    tasks = sorted({int(i) for i in rows})
+    if len(rows) > OOF_LIMIT:
+        return None, f"{len(rows)} candidates, over {OOF_LIMIT}: run `agentbon critic train` on the run"
+    if len(tasks) < 2:
+        return None, "held-out scoring needs candidates of at least 2 tasks"
+    if labels.min() == labels.max():
+        return None, "every graded candidate has the same grade: nothing to learn"
+    from agentbon.critic.features import NUMERIC_NAMES, numeric_features
+    from agentbon.critic.training import out_of_fold
+
+    lookup = {(r.task_id, r.index): r for r in data.rollouts.values()}
+    picked = [lookup[(data.task_ids[i], int(j))] for i, j in zip(rows, cols, strict=True)]
+    X = np.vstack([numeric_features(data.tasks[r.task_id], r, data.evidence.get(r.rollout_id)) for r in picked])
+    task_ids = [r.task_id for r in picked]
+    return out_of_fold(X, labels, task_ids, list(NUMERIC_NAMES), False, 1.0, 5, seed), ""
+
+
+def _block(name: str, role: str, labels: np.ndarray, scores: np.ndarray, rows: np.ndarray, tasks: int,
+           options: ReportConfig) -> dict[str, Any]:  # fmt: skip
+    point = cal.report(labels, scores)
+    bands = cal.intervals(labels, scores, rows, tasks, options.bootstrap, options.confidence, options.seed)
+    return {
+        "name": name,
+        "role": role,
+        "n": point["n"],
+        "positives": point["positives"],
+        "tasks": int(len(np.unique(rows))),
+        **{m: {"mean": point[m], "lo": bands[m][0], "hi": bands[m][1]} for m in ("auroc", "ece", "brier")},
+        "bins": cal.reliability(labels, scores),
+    }
+
+
+def calibration_section(data: RunData, options: ReportConfig) -> dict[str, Any]:
+    """The ``calibration`` part of ``summary.json`` (empty ``critics`` where no candidate has a decided grade)."""
+    used, why = run_critic(data.config)
+    out: dict[str, Any] = {"used": used, "why": why, "critics": [], "notes": []}
+    if data.valid.size == 0:
+        return out
+    cells = data.valid & data.candidate
+    if not cells.any():
+        out["notes"].append("no candidate with a decided grade: nothing to calibrate")
+        return out
+    labels = data.correct[cells]
+    rows = np.nonzero(cells)[0]
+    tasks = len(data.task_ids)
+    recorded = _recorded(data, cells, used) if used != "none" else None
+    if recorded is not None:
+        out["critics"].append(_block(used, "run", labels, recorded, rows, tasks, options))
+    elif used != "none":
+        out["notes"].append(f"{used}: no scores recorded (add `critic` to select.selectors to measure it)")
+    baseline = data.evidence_pass[cells].astype(np.float64)
+    out["critics"].append(_block("evidence passed", "baseline", labels, baseline, rows, tasks, options))
+    oof, skipped = _out_of_fold(data, cells, labels, options.seed)
+    if oof is None:
+        out["notes"].append(f"classifier, out of fold: not fitted ({skipped})")
+        return out
+    block = _block("classifier, out of fold", "out-of-fold", labels, oof, rows, tasks, options)
+    out["critics"].append(block)
+    base_auc, oof_auc = out["critics"][-2]["auroc"]["mean"], block["auroc"]["mean"]
+    if base_auc is None or oof_auc is None:
+        out["notes"].append("AUROC undefined (one grade only): no critic can be compared with the evidence")
+    elif oof_auc > base_auc:
+        out["notes"].append(
+            f"a classifier trained on this run's grades beats the evidence result out of fold (AUROC {oof_auc:.3f} "
+            f"against {base_auc:.3f}): train it (`agentbon critic train`) and name it in select.critic_path"
+        )
+    else:
+        out["notes"].append(
+            f"a classifier trained on this run's grades does not beat the evidence result out of fold (AUROC "
+            f"{oof_auc:.3f} against {base_auc:.3f}): keep tests first (tests-then-critic)"
+        )
+    return out
