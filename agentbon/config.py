@@ -404,6 +404,16 @@ class RunConfig(Section):
     """Rollouts ``0..early_stop_fixed-1`` of every task run to the end even after a pass: the part of the sample
     fixed in advance, from which the curves of an early-stopped task are computed (an unbiased estimate; the
     rollouts early stop let through besides are used for selection only). See docs/estimators.md."""
+    budget: int | None = Field(default=None, ge=1)
+    """Rollouts for the whole batch (None: ``n`` for every task). Each task gets ``budget_first`` first; the rest
+    goes, one rollout at a time, to the tasks without a verified pass whose next rollout is likeliest to give one,
+    up to ``n`` per task (orchestrate/budget.py, docs/estimators.md "A batch budget")."""
+    budget_tokens: int | None = Field(default=None, ge=1)
+    """Tokens (prompt and completion) for the whole batch besides ``budget``: nothing more is given out once the
+    tokens spent, plus the mean per rollout for each one in flight, reach it."""
+    budget_first: int | None = Field(default=None, ge=1)
+    """Each task's first allotment under a budget, run whatever the outcomes: the part of the sample the curves use.
+    None: ``early_stop_fixed``."""
     accept_task_changes: bool = False
     """Resume a run although some of its tasks were redefined since it started (base commit, tests, problem): their
     stored rollouts are then mixed with rollouts of the new definitions. Off: such a resume stops with an error."""
@@ -445,6 +455,19 @@ class RunConfig(Section):
                 f"{value!r} is not a directory name (letters, digits, '.', '_', '-'; not starting with '.')"
             )
         return value
+
+    def fixed_part(self) -> int:
+        """Rollouts ``0..fixed_part()-1`` of every task run whatever the outcomes (the curves' sample): the budget's
+        first allotment under a budget, else ``early_stop_fixed``."""
+        return min(self.budget_first or self.early_stop_fixed, self.n) if self.budget else self.early_stop_fixed
+
+    def allocator(self) -> Any:
+        """The batch budget's allocator (orchestrate/budget.py), or None without ``budget``."""
+        if self.budget is None:
+            return None
+        from agentbon.orchestrate.budget import Allocator
+
+        return Allocator(total=self.budget, n=self.n, first=self.fixed_part(), tokens=self.budget_tokens)
 
     def slots(self) -> int:
         """Sandbox slots of a local Ray: ``concurrency`` when set; else 2 where agentbon starts llama.cpp's server

@@ -46,6 +46,12 @@ def endpoint_fields(endpoints: list[str] | None) -> dict[str, Any]:
 def run(
     suite: Annotated[Path, typer.Argument(help="Task suite: a folder of tasks, a task folder, JSONL, or SWE-bench JSON/JSONL.")],
     n: Annotated[int | None, typer.Option("-n", "--n", help="Rollouts per task.", rich_help_panel=_RUN)] = None,
+    budget: Annotated[
+        int | None, typer.Option(help="Rollouts for the whole batch: each task gets run.budget_first, the rest goes to the tasks without a verified pass likeliest to gain, up to N each.", rich_help_panel=_RUN, min=1)
+    ] = None,
+    budget_tokens: Annotated[
+        int | None, typer.Option(help="Tokens for the whole batch (prompt and completion), besides --budget.", rich_help_panel=_RUN, min=1)
+    ] = None,
     config_files: ConfigFiles = None,
     overrides: Overrides = None,
     endpoint: Annotated[
@@ -82,7 +88,7 @@ def run(
         config = load_config(
             config_files, overrides, n=n, ray_address=ray_address, concurrency=concurrency,
             run_dir=str(run_dir) if run_dir else None, run_id=run_id, model=model_direct or None,
-            accept_task_changes=accept_task_changes or None,
+            accept_task_changes=accept_task_changes or None, budget=budget, budget_tokens=budget_tokens,
         )
     except ConfigError as e:
         typer.echo(f"error: {e}", err=True)

@@ -32,6 +32,8 @@ class Cluster:
     started: bool
     """True when this run started Ray (and shuts it down at the end)."""
     verify_resource: str
+    slots: int = 1
+    """Sandbox slots in the cluster (rollouts at once) when the run started."""
 
     def rollout_options(self) -> dict[str, Any]:
         """Ray options of a rollout unit: one sandbox slot, no CPU reservation (the slot is the cap)."""
@@ -59,7 +61,10 @@ def connect(config: RunConfig) -> Cluster:
             f"the Ray cluster has no {SANDBOX!r} resource: start its nodes with "
             f"ray start ... --resources='{{\"{SANDBOX}\": N}}' (N sandboxes at once on that node)"
         )
-    return Cluster(started=started, verify_resource=VERIFY if total.get(VERIFY, 0) >= 1 else SANDBOX)
+    return Cluster(
+        started=started, verify_resource=VERIFY if total.get(VERIFY, 0) >= 1 else SANDBOX,
+        slots=int(total.get(SANDBOX, 1)),
+    )  # fmt: skip
 
 
 def _init(config: RunConfig) -> bool:

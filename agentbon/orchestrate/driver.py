@@ -26,13 +26,14 @@ import ray
 
 from agentbon.config import RunConfig
 from agentbon.orchestrate import shipping, workers
+from agentbon.orchestrate.budget import TaskState
 from agentbon.orchestrate.cluster import Cluster, is_ctrl_c_handler
 from agentbon.orchestrate.early_stop import Saved
-from agentbon.orchestrate.events import Recorder, Shipped
+from agentbon.orchestrate.events import Allocated, Recorder, Shipped
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.faults import Failure, RetryBudget, classify, deadline_failure
 from agentbon.orchestrate.outcomes import RolloutStage
-from agentbon.orchestrate.plan import ROLES, Plan, roles_missing
+from agentbon.orchestrate.plan import ROLES, Plan, make_spec, roles_missing
 from agentbon.orchestrate.selection import SelectionStage
 from agentbon.orchestrate.state import RunState, TaskBook, Unit, UnitKind, VerdictCache
 from agentbon.orchestrate.supervise import Supervisor
@@ -58,7 +59,7 @@ class Driver:
         store = record.store
         self.state = RunState(
             config=config, store=store, record=record, factories=factories,
-            books={t.task_id: TaskBook(t, fixed=config.early_stop_fixed) for t in tasks},
+            books={t.task_id: TaskBook(t, fixed=config.fixed_part()) for t in tasks},
             verdicts={role: store.verdicts(role) for role in ROLES},
             cache=VerdictCache(enabled=config.verify.dedupe),
             retry=RetryBudget(config.infra_retries, config.infra_backoff_s),
@@ -77,6 +78,8 @@ class Driver:
         self.handlers: dict[UnitKind, Handler] = {
             "prepare": self.rollouts.on_prepare, "rollout": self.rollouts.on_rollout, "verify": self.verify.on_verify,
         }
+        self.allocator = config.allocator()
+        """The batch budget's (None without ``run.budget``): more rollouts for the tasks likeliest to gain."""
         self._config_ref, self._factories_ref = ray.put(config), ray.put(factories)
         self._task_refs: dict[str, Any] = {}
         if shipping.shipping(config):  # worker nodes need not see this disk: carry what they read from it
@@ -120,7 +123,10 @@ class Driver:
         """Drive every unit to completion, in completion order; returns early (interrupted) on Ctrl-C."""
         try:
             with self._ctrl_c_as_flag():
-                while self._busy() and not self._stop_requested:
+                while not self._stop_requested:
+                    self._allocate()
+                    if not self._busy():
+                        break
                     self._submit()
                     self._take_results()
                     if self._stop_requested:
@@ -221,6 +227,27 @@ class Driver:
                 rollouts += 1
         self.verify.submit_ready()
 
+    def _allocate(self) -> None:
+        """Under a batch budget, give out rollouts for the sandbox slots that nothing queued will fill."""
+        if self.allocator is None:
+            return
+        books = self.state.books
+        waiting = sum(len(b.queued) + len(b.delayed) + b.running for b in books.values())
+        free = self.cluster.slots - waiting
+        if free <= 0:
+            return
+        evidence = self.state.verdicts["evidence"]
+        states = {t: budget_state(book, evidence) for t, book in books.items() if not book.stopped}
+        for decision in self.allocator.next(states, free):
+            book = books[decision.task_id]
+            running = {u.spec.index for u in self.state.inflight.values() if u.spec and u.task_id == decision.task_id}
+            index = next_index(book, running)
+            book.queued.append(make_spec(self.state.config, self.state.store.run_id, decision.task_id, index))
+            self.state.record(
+                Allocated(task_id=decision.task_id, index=index, estimate=decision.estimate, reason=decision.reason,
+                          left=decision.left)
+            )  # fmt: skip
+
     def _launch_verify(self, rollout: Rollout, roles: list[Role], attempt: int, budget: float) -> None:
         """Submit one verification unit with its share of the rollout's deadline."""
         args = (self._config_ref, self._factories_ref, self.tracker, attempt, budget)
@@ -232,3 +259,26 @@ class Driver:
         for book in self.state.books.values():
             if book.changed and not book.open:
                 self.selection.select_task(book, self.state.verdicts, self.state.record)
+
+
+def budget_state(book: TaskBook, evidence: dict[str, Any]) -> TaskState:
+    """What the allocator needs to know of a task: its rollouts given out, finished and verified, its verified
+    passes, how close its candidates came (share of evidence tests passed) and the tokens it used."""
+    verdicts = [v for rid in book.finished if (v := evidence.get(rid)) is not None and v.status != "infra_error"]
+    shares = [sum(o == "passed" for o in v.tests.values()) / len(v.tests) for v in verdicts if v.tests]
+    return TaskState(
+        task_id=book.task.task_id,
+        allotted=len(book.finished) + len(book.queued) + len(book.delayed) + book.running,
+        verified=len(verdicts),
+        passes=sum(v.status == "pass" for v in verdicts),
+        progress=max(shares, default=0.0),
+        tokens=sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in book.finished.values()),
+        finished=len(book.finished),
+    )
+
+
+def next_index(book: TaskBook, running: set[int]) -> int:
+    """The smallest rollout index of the task not finished, queued, waiting or running."""
+    taken = {r.index for r in book.finished.values()} | {s.index for s in book.queued}
+    taken |= {spec.index for _, spec in book.delayed} | running
+    return next(i for i in range(len(taken) + 1) if i not in taken)

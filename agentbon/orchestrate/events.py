@@ -103,6 +103,19 @@ class EarlyStop(Event):
     """Rollouts ``0..fixed-1`` ran to the end regardless (the part the curves use)."""
 
 
+class Allocated(Event):
+    """The batch budget gave a task one more rollout (orchestrate/budget.py): which, why, and what is left."""
+
+    kind: ClassVar[str] = "allocated"
+    task_id: str
+    index: int
+    estimate: float
+    """The chance that this rollout is the task's first verified pass, as the allocator estimated it."""
+    reason: str
+    left: int
+    """Rollouts of the budget left after this one."""
+
+
 class Cancelled(Event):
     kind: ClassVar[str] = "cancelled"
     persist: ClassVar[bool] = False

@@ -66,7 +66,8 @@ class Plan:
 
 
 def plan_run(tasks: list[Task], config: RunConfig, store: RunStore, run_id: str) -> Plan:
-    """Plan rollouts ``0..n-1`` of every task, leaving out what the store already finished."""
+    """Plan rollouts ``0..n-1`` of every task (under a budget, ``0..budget_first-1``), leaving out what the store
+    already finished."""
     recorded = store.rollouts()
     verdicts: dict[Role, dict[str, Verdict]] = {role: store.verdicts(role) for role in ROLES}
     plan = Plan()
@@ -77,21 +78,22 @@ def plan_run(tasks: list[Task], config: RunConfig, store: RunStore, run_id: str)
         stopped = early_stopped(task, config, verdicts["grade"], set(done))
         if stopped:
             plan.stopped.add(task.task_id)
-        for i in range(config.n):
+        # Under a batch budget only the first allotment is planned; the allocator gives out the rest as it goes.
+        planned = config.fixed_part() if config.budget else config.n
+        for i in range(planned):
             rid = rollout_id_of(task.task_id, i)
             if rid in done:
                 continue
-            if stopped and i >= config.early_stop_fixed:
+            if stopped and i >= config.fixed_part():
                 plan.skipped.setdefault(task.task_id, []).append(rid)
                 continue
-            plan.specs.append(
-                RolloutSpec(
-                    run_id=run_id,
-                    task_id=task.task_id,
-                    index=i,
-                    seed=derive_seed(config.model.seed, task.task_id, i),
-                    model=config.model.name,
-                    agent=config.agent.type,
-                )
-            )
+            plan.specs.append(make_spec(config, run_id, task.task_id, i))
     return plan
+
+
+def make_spec(config: RunConfig, run_id: str, task_id: str, index: int) -> RolloutSpec:
+    """Rollout ``index`` of a task: its seed derives from the config's seed, the task and the index."""
+    return RolloutSpec(
+        run_id=run_id, task_id=task_id, index=index, seed=derive_seed(config.model.seed, task_id, index),
+        model=config.model.name, agent=config.agent.type,
+    )  # fmt: skip

@@ -23,7 +23,32 @@ __all__ = ["CHECKS", "Context", "PreflightError", "Problem", "preflight", "requi
 
 Check = Callable[[Context], list[Problem]]
 
+
+def check_budget(ctx: Context) -> list[Problem]:
+    """``run.budget`` covers every task's first allotment (orchestrate/budget.py); a warning where it exceeds what
+    ``n`` per task can use."""
+    allocator = ctx.config.allocator()
+    if allocator is None:
+        return []
+    tasks = len(ctx.tasks)
+    problem = allocator.problem(tasks)
+    if problem:
+        least = tasks * allocator.first
+        return [Problem(check="budget", cause=problem, fix=f"--budget {least} or more, or -c budget_first=1")]
+    if allocator.total > tasks * allocator.n:
+        return [
+            Problem(
+                check="budget", fatal=False,
+                cause=f"run.budget ({allocator.total}) is more than n x tasks ({tasks * allocator.n}): at most "
+                f"{tasks * allocator.n} rollouts can run",
+                fix=f"raise -n to use it (n = {-(-allocator.total // max(tasks, 1))} spreads it evenly)",
+            )
+        ]  # fmt: skip
+    return []
+
+
 CHECKS: dict[str, Check] = {
+    "budget": check_budget,
     "engine": check_engine,
     "limits": check_limits,
     "network": check_network,

@@ -7,7 +7,8 @@ task that early stop cut short draws its curves from its rollouts ``0..fixed-1``
 in advance); its later rollouts stay candidates for the winners. A selector's scores come from its
 Selection's ``ranked`` list, a valid candidate missing from that list ranks below every scored one,
 and a task the selector made no choice on counts as unsolved for it. Oracle selections
-(``oracle=True``) are kept apart from the selectors.
+(``oracle=True``) are kept apart from the selectors. Under a batch budget every task's curves come from its first
+allotment (``budget_first``), drawn before any outcome was known; what the allocator added is reported apart.
 """
 
 from __future__ import annotations
@@ -42,6 +43,14 @@ class EarlyStopped:
     fixed: int
     rollouts_not_run: int
     est_sandbox_s_saved: float
+
+
+def budget_first(config: dict) -> int | None:
+    """A budget run's first allotment per task (the curves' sample), None for a run without a budget."""
+    if not config.get("budget"):
+        return None
+    first = int(config.get("budget_first") or config.get("early_stop_fixed") or DEFAULT_FIXED)
+    return min(first, int(config.get("n") or first))
 
 
 def early_stops(events: list[dict], config: dict) -> dict[str, EarlyStopped]:
@@ -160,6 +169,9 @@ def load_run(store: RunStore) -> RunData:
     for task_id, stop in stopped.items():
         if task_id in row:
             curve[row[task_id], stop.fixed :] = False
+    first = budget_first(config)
+    if first is not None:  # under a batch budget every task's curves come from its first allotment
+        curve[:, first:] = False
     data = RunData(
         run_id=store.run_id,
         task_ids=task_ids,

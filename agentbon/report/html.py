@@ -148,7 +148,7 @@ def render_html(summary: RunReport | dict) -> str:
         f"Model <code>{escape(str(s.get('model') or '?'))}</code>, N = {s['n']}, {s['tasks']} tasks; "
         f"generated {escape(s['generated_at'])}. Every figure is also in <code>summary.json</code>."
     )
-    order = [k for k in ("headline", "flags", "scaling", "selectors") if k in tables]
+    order = [k for k in ("headline", "flags", "budget", "scaling", "selectors") if k in tables]
     body = "".join(_table(tables[k]) for k in order) + f'<h2 id="plots">Plots</h2>{figures}'
     body += "".join(_table(tables[k]) for k in ("selected_by_k", "calibration", "cost", "references") if k in tables)
     return (

@@ -15,7 +15,7 @@ SUMMARY_SCHEMA = "agentbon.summary"
 SUMMARY_VERSION = 4
 """2: typed model; per-k values None where not measured; grade infra errors out of n; early stop; infra.
 3: ``flags`` (per kind, per task, flagged winners).
-4: ``calibration`` (each critic against the grade, with intervals and the reliability diagram)."""
+4: ``calibration`` (each critic against the grade, with intervals and the reliability diagram); ``budget``."""
 READS = (2, 3, 4)
 """Versions :func:`read_summary` reads; older files read with empty ``flags`` / ``calibration`` sections."""
 
@@ -226,6 +226,28 @@ class Calibration(Part):
     notes: list[str] = Field(default_factory=list)
 
 
+class BudgetPart(Part):
+    """A batch budget's spending and its replayed uniform split (report/budget.py)."""
+
+    rollouts: int
+    tokens: int | None = None
+    first: int
+    n: int
+    spent: int
+    decisions: int
+    tasks_given_more: int
+    most_given: list[dict[str, Any]] = Field(default_factory=list)
+    solved: int
+    solved_first: int
+    uniform_share: int
+    uniform_solved: int
+    uniform_unreplayable: int
+    uniform_n_rollouts: int
+    saved_vs_uniform_n: int
+    solved_per_100: float | None
+    uniform_solved_per_100: float | None
+
+
 class TaskRow(Part):
     task_id: str
     n: int
@@ -259,6 +281,7 @@ class RunReport(Part):
     early_stop: EarlyStop
     flags: Flags = Field(default_factory=Flags)
     calibration: Calibration = Field(default_factory=Calibration)
+    budget: BudgetPart | None = None
     # SWE-bench harness report keys (schema_version 2) for the primary selector's winners.
     total_instances: int
     submitted_instances: int

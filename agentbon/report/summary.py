@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from agentbon.config import ReportConfig
 from agentbon.errors import ConfigError
 from agentbon.metrics import doubling_ks
+from agentbon.report.budget import budget_section
 from agentbon.report.calibration import calibration_section
 from agentbon.report.compute import Curves, Estimator, compute_curves
 from agentbon.report.costs import cost_section, theory_section
@@ -183,6 +184,7 @@ def build_report(store: RunStore, data: RunData | None = None, **overrides: obje
         "early_stop": early_stop_section(data),
         "flags": flag_section(data),
         "calibration": calibration_section(data, options),
+        "budget": budget_section(data, store.events_of("allocated")),
         **winner_report(data, data.primary),
         "rollout_report": rollout_report(data),
         "metrics": {

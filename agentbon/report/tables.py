@@ -395,9 +395,24 @@ def calibration(s: dict) -> Table | None:
     return Table("calibration", "Critics against the grade", headers, rows, notes)
 
 
+def budget(s: dict) -> Table | None:
+    """A batch budget's spending against a uniform split of it (None for a run without a budget)."""
+    from agentbon.report.budget import budget_rows
+
+    b = s.get("budget")
+    if not b:
+        return None
+    notes = [
+        f"The curves above use each task's first {b['first']} rollouts only (drawn before any outcome was known); "
+        "what the allocator added is counted here, never in pass@k.",
+        "The uniform split is replayed from this run's rollouts of the lowest indices (no extra compute).",
+    ]
+    return Table("budget", "Batch budget", ["", "value"], budget_rows(b), notes)
+
+
 def all_tables(summary: RunReport | dict[str, Any]) -> list[Table]:
     """Every table of a report, in reading order."""
     s = as_dict(summary)
-    flagged, calibrated = flags(s), calibration(s)
-    return [headline(s), *([flagged] if flagged else []), scaling(s), selectors(s), selected_by_k(s),
-            *([calibrated] if calibrated else []), cost(s), references(s)]  # fmt: skip
+    flagged, calibrated, budgeted = flags(s), calibration(s), budget(s)
+    return [headline(s), *([flagged] if flagged else []), *([budgeted] if budgeted else []), scaling(s),
+            selectors(s), selected_by_k(s), *([calibrated] if calibrated else []), cost(s), references(s)]  # fmt: skip
