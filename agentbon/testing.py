@@ -360,8 +360,8 @@ class FakeSelector:
 class FakeService:
     """A ``Factories.server`` for a fake model: no endpoint to start; counts restarts in a file if given."""
 
-    def __init__(self, config: Any, restarts: str | Path | None = None):
-        self.config, self.restarts = config, restarts
+    def __init__(self, config: Any, restarts: str | Path | None = None, restart_fails: bool = False):
+        self.config, self.restarts, self.restart_fails = config, restarts, restart_fails
 
     def start(self) -> Any:
         return self.config.model_copy(update={"endpoint": self.config.endpoint or "fake://model"})
@@ -370,6 +370,10 @@ class FakeService:
         if self.restarts:
             with open(self.restarts, "a") as f:
                 f.write("restart\n")
+        if self.restart_fails:  # as a server that does not come back within its ready timeout
+            from agentbon.errors import ServerFailure
+
+            raise ServerFailure("fake did not answer on fake://model within 0s")
 
     def stop(self) -> None:
         pass

@@ -1,7 +1,8 @@
 """Time and memory of the report metrics on synthetic arrays: 10,000 tasks × N = 256 × 6 selectors.
 
 Computes what ``agentbon report`` computes from the arrays (coverage@k, selected@k, loss@k and gap
-recovered@k for every selector with bootstrap bands, plus the scaling table) and prints the figures.
+recovered@k for every selector with bootstrap bands, plus the scaling table, the critics' calibration with
+bootstrap intervals and the batch budget's uniform replay) and prints the figures.
 Usage: python benchmarks/report_bench.py [--tasks 10000] [--n 256] [--selectors 6] [--bootstrap 1000]
 """
 
@@ -14,8 +15,12 @@ import tracemalloc
 
 import numpy as np
 
+from agentbon.config import ReportConfig
 from agentbon.metrics import doubling_ks
+from agentbon.report.budget import budget_section
+from agentbon.report.calibration import calibration_section
 from agentbon.report.compute import compute_curves, scaling
+from agentbon.report.data import FAIL, INFRA, PASS, RunData
 
 
 def synthetic(tasks: int, n: int, selectors: int, seed: int = 0):
@@ -32,6 +37,22 @@ def synthetic(tasks: int, n: int, selectors: int, seed: int = 0):
             raw = np.round(raw)  # coarse scores: large tie groups, like pass/fail test evidence
         scores[f"sel{s}"] = np.where(valid, raw, np.nan)
     return correct, valid, scores
+
+
+def run_data(correct: np.ndarray, valid: np.ndarray, critic: np.ndarray, n: int) -> RunData:
+    """The arrays as a run's data: one selector's scores squashed into [0, 1] as the recorded critic, the evidence
+    agreeing with the grade nine times in ten, and a batch budget of half of N per task."""
+    rng = np.random.default_rng(1)
+    tasks = correct.shape[0]
+    evidence = np.where(rng.random(correct.shape) < 0.9, correct > 0, correct == 0) & valid
+    cells = np.where(valid, np.where(correct > 0, PASS, FAIL), INFRA).astype(np.int8)
+    squashed = np.where(valid, 1.0 / (1.0 + np.exp(-np.nan_to_num(critic))), np.nan)
+    return RunData(
+        run_id="bench", task_ids=[f"t{i}" for i in range(tasks)], n=n,
+        config={"n": n, "budget": tasks * n // 2, "budget_first": 4, "select": {"critic": "classifier"}},
+        tasks={}, rollouts={}, grades={}, evidence={}, present=np.ones(correct.shape, bool), valid=valid,
+        correct=correct, cells=cells, candidate=valid, evidence_pass=evidence, scores={"critic": squashed},
+    )  # fmt: skip
 
 
 def main() -> None:
@@ -57,10 +78,18 @@ def main() -> None:
     tracemalloc.stop()
 
     print(f"tasks={args.tasks} n={args.n} selectors={args.selectors} ks={ks} bootstrap={args.bootstrap}")
+    data = run_data(correct, valid, scores["sel1"], args.n)
+    t3 = time.perf_counter()
+    calibrated = calibration_section(data, ReportConfig(bootstrap=args.bootstrap))
+    t4 = time.perf_counter()
+    budget_section(data, [])
+    t5 = time.perf_counter()
     print(f"input arrays:                 {input_mib:8.1f} MiB")
     print(f"curves + bootstrap bands:     {t1 - t0:8.3f} s")
     print(f"scaling table + fits:         {t2 - t1:8.3f} s")
-    print(f"total compute:                {t2 - t0:8.3f} s   (target < 2 s)")
+    print(f"critic calibration + CIs:     {t4 - t3:8.3f} s   ({len(calibrated['critics'])} critics)")
+    print(f"batch budget uniform replay:  {t5 - t4:8.3f} s")
+    print(f"total compute:                {t2 - t0 + t5 - t3:8.3f} s   (target < 2 s)")
     print(f"CPU time (all threads):       {c2 - c0:8.3f} s   (wall > CPU/threads means the machine was busy)")
     print(f"peak traced memory (compute): {peak / 2**20:8.1f} MiB")
     print(f"process max RSS:              {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:8.1f} MiB")

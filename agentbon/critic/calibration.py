@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -12,16 +14,9 @@ def auroc(labels: np.ndarray, scores: np.ndarray) -> float | None:
     pos, neg = int(y.sum()), int((~y).sum())
     if pos == 0 or neg == 0:
         return None
-    order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(len(s), dtype=np.float64)
-    sorted_s = s[order]
-    i = 0
-    while i < len(s):  # average ranks over ties
-        j = i
-        while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
+    _, inverse, counts = np.unique(s, return_inverse=True, return_counts=True)
+    upper = np.cumsum(counts)  # ranks 1..n over sorted scores; a tie group shares its mean rank
+    ranks = (upper - (counts - 1) / 2.0)[inverse]
     return float((ranks[y].sum() - pos * (pos + 1) / 2.0) / (pos * neg))
 
 
@@ -60,8 +55,11 @@ def report(labels: np.ndarray, probs: np.ndarray) -> dict[str, float | int | Non
 
 # ------------------------------------------------------------------------------------ intervals over tasks
 
-FINE = 100
-"""Score bins of the per-task histograms the bootstrap resamples (AUROC within a bin counts ties half)."""
+FINE = 50
+"""Score bins of the per-task histograms the bootstrap resamples (AUROC within a bin of 0.02 counts ties half)."""
+RESAMPLES = 200
+"""Most bootstrap resamples of the calibration intervals: each costs a product of (tasks x histogram width), and
+at 10,000 tasks a thousand of them would take longer than the rest of the report (benchmarks/report_bench.py)."""
 
 
 def task_stats(labels: np.ndarray, probs: np.ndarray, rows: np.ndarray, tasks: int, bins: int = 10) -> np.ndarray:
@@ -72,16 +70,16 @@ def task_stats(labels: np.ndarray, probs: np.ndarray, rows: np.ndarray, tasks: i
     p = np.clip(np.asarray(probs, dtype=np.float64), 0.0, 1.0)
     fine = np.minimum((p * FINE).astype(int), FINE - 1)
     coarse = np.minimum((p * bins).astype(int), bins - 1)
-    out = np.zeros((tasks, 2 * FINE + 3 * bins + 2))
-    np.add.at(out, (rows, fine), y)
-    np.add.at(out, (rows, FINE + fine), 1.0 - y)
+    width = 2 * FINE + 3 * bins + 2
+    rows = np.asarray(rows, dtype=np.int64) * width
     base = 2 * FINE
-    np.add.at(out, (rows, base + coarse), 1.0)
-    np.add.at(out, (rows, base + bins + coarse), p)
-    np.add.at(out, (rows, base + 2 * bins + coarse), y)
-    np.add.at(out, (rows, np.full(len(rows), base + 3 * bins)), (p - y) ** 2)
-    np.add.at(out, (rows, np.full(len(rows), base + 3 * bins + 1)), 1.0)
-    return out
+    flat = np.zeros(tasks * width)
+    for column, weight in (
+        (fine, y), (FINE + fine, 1.0 - y), (base + coarse, None), (base + bins + coarse, p),
+        (base + 2 * bins + coarse, y), (base + 3 * bins, (p - y) ** 2), (base + 3 * bins + 1, None),
+    ):  # fmt: skip
+        flat += np.bincount(rows + column, weights=weight, minlength=tasks * width)
+    return flat.reshape(tasks, width)
 
 
 def from_stats(stats: np.ndarray, bins: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,22 +99,35 @@ def from_stats(stats: np.ndarray, bins: int = 10) -> tuple[np.ndarray, np.ndarra
     return auc, ece_, brier_
 
 
-def intervals(
-    labels: np.ndarray, probs: np.ndarray, rows: np.ndarray, tasks: int, n_boot: int, confidence: float, seed: int
-) -> dict[str, tuple[float | None, float | None]]:
-    """Percentile bootstrap intervals over tasks of AUROC, ECE and Brier (each resample draws whole tasks)."""
+def measure(
+    labels: np.ndarray, probs: np.ndarray, rows: np.ndarray, tasks: int, n_boot: int, confidence: float, seed: int,
+    bins: int = 10,
+) -> dict[str, Any]:
+    """Counts, AUROC / ECE / Brier each as ``{mean, lo, hi}`` (percentile bootstrap over tasks: each resample draws
+    whole tasks) and the reliability diagram's points, from one pass over the scores (``task_stats``)."""
     from agentbon.metrics.bootstrap import bootstrap_means, percentile_interval
 
-    stats = task_stats(labels, probs, rows, tasks)
-    means = bootstrap_means(stats, n_boot=n_boot, seed=seed)
-    out: dict[str, tuple[float | None, float | None]] = {}
-    for name, values in zip(("auroc", "ece", "brier"), from_stats(means), strict=True):
+    stats = task_stats(labels, probs, rows, tasks, bins)
+    total = stats.sum(axis=0)
+    _, ece_, brier_ = from_stats(total, bins)
+    point = {"auroc": auroc(labels, probs), "ece": float(ece_), "brier": float(brier_)}
+    resamples = min(n_boot, RESAMPLES)
+    means = bootstrap_means(stats, n_boot=resamples, seed=seed)
+    out: dict[str, Any] = {"n": int(len(labels)), "positives": int(np.sum(labels))}
+    for name, values in zip(("auroc", "ece", "brier"), from_stats(means, bins), strict=True):
         finite = values[np.isfinite(values)]
-        if len(finite) < max(2, n_boot // 2):  # most resamples held one class only: no interval worth printing
-            out[name] = (None, None)
-            continue
-        lo, hi = percentile_interval(finite, confidence)
-        out[name] = (float(lo), float(hi))
+        lo = hi = None
+        if point[name] is not None and len(finite) >= max(2, resamples // 2):  # else mostly one class: no interval
+            low, high = percentile_interval(finite, confidence)
+            lo, hi = float(low), float(high)
+        out[name] = {"mean": point[name], "lo": lo, "hi": hi}
+    base = 2 * FINE
+    count, summed, passed = (total[base + i * bins : base + (i + 1) * bins] for i in range(3))
+    out["bins"] = [
+        {"lo": b / bins, "hi": (b + 1) / bins, "count": int(count[b]), "mean_score": round(float(summed[b] / count[b]), 6),
+         "pass_rate": round(float(passed[b] / count[b]), 6)}
+        for b in range(bins) if count[b] > 0
+    ]  # fmt: skip
     return out
 
 

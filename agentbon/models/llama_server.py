@@ -58,5 +58,5 @@ def llama_cpp_server(
         model_path, port=port, threads=config.threads, ctx=config.ctx, alias=config.name, host=host, api_key=api_key
     )
     return LocalServer(
-        command, port=port, name="llama-cpp", ready_timeout_s=120.0, log_path=log_path, host=host, api_key=api_key
+        command, port=port, name="llama-cpp", ready_timeout_s=300.0, log_path=log_path, host=host, api_key=api_key
     )

@@ -152,6 +152,9 @@ class Shipped(Event):
 
 class ServerRestart(Event):
     kind: ClassVar[str] = "server_restart"
+    error: str = ""
+    """Why the restart failed (empty when the server came back); the run goes on, and the rollouts that find the
+    server down fail as infra errors until it answers again or ``run.infra_abort_after`` stops the run."""
 
 
 class Interrupted(Event):

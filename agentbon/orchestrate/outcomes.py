@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agentbon.errors import AgentbonError
 from agentbon.orchestrate.cluster import reap_async
 from agentbon.orchestrate.events import Cancelled, Infra, ServerRestart
 from agentbon.orchestrate.faults import Failure
@@ -141,5 +142,9 @@ class RolloutStage:
         if self.restart_server is None or now - self._last_restart < RESTART_EVERY_S:
             return
         self._last_restart = now
+        try:
+            self.restart_server()
+        except AgentbonError as e:  # a server that does not come back is an infra fault of the run, not a crash
+            self.state.record(ServerRestart(error=f"{type(e).__name__}: {str(e)[:2000]}"))
+            return
         self.state.record(ServerRestart())
-        self.restart_server()

@@ -64,10 +64,9 @@ def _recorded(data: RunData, cells: np.ndarray, name: str) -> np.ndarray | None:
 def _out_of_fold(data: RunData, cells: np.ndarray, labels: np.ndarray, seed: int) -> tuple[np.ndarray | None, str]:
     """The out-of-fold classifier's scores on ``cells``, or None with why not."""
     rows, cols = np.nonzero(cells)
-    tasks = sorted({int(i) for i in rows})
     if len(rows) > OOF_LIMIT:
         return None, f"{len(rows)} candidates, over {OOF_LIMIT}: run `agentbon critic train` on the run"
-    if len(tasks) < 2:
+    if len(np.unique(rows)) < 2:
         return None, "held-out scoring needs candidates of at least 2 tasks"
     if labels.min() == labels.max():
         return None, "every graded candidate has the same grade: nothing to learn"
@@ -83,17 +82,8 @@ def _out_of_fold(data: RunData, cells: np.ndarray, labels: np.ndarray, seed: int
 
 def _block(name: str, role: str, labels: np.ndarray, scores: np.ndarray, rows: np.ndarray, tasks: int,
            options: ReportConfig) -> dict[str, Any]:  # fmt: skip
-    point = cal.report(labels, scores)
-    bands = cal.intervals(labels, scores, rows, tasks, options.bootstrap, options.confidence, options.seed)
-    return {
-        "name": name,
-        "role": role,
-        "n": point["n"],
-        "positives": point["positives"],
-        "tasks": int(len(np.unique(rows))),
-        **{m: {"mean": point[m], "lo": bands[m][0], "hi": bands[m][1]} for m in ("auroc", "ece", "brier")},
-        "bins": cal.reliability(labels, scores),
-    }
+    measured = cal.measure(labels, scores, rows, tasks, options.bootstrap, options.confidence, options.seed)
+    return {"name": name, "role": role, "tasks": int(np.count_nonzero(np.bincount(rows))), **measured}
 
 
 def calibration_section(data: RunData, options: ReportConfig) -> dict[str, Any]:

@@ -121,6 +121,25 @@ def test_server_failure_restarts_the_server_then_retries(tmp_path: Path) -> None
     assert [e["type"] for e in store.events() if e["type"] == "server_restart"] == ["server_restart"]
 
 
+def test_a_server_that_does_not_come_back_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    import dataclasses
+    import functools
+
+    from agentbon.testing import FakeService
+
+    tasks = make_tasks(tmp_path, ["a", "b"])
+    f = dataclasses.replace(
+        fakes(tmp_path, {"a/0": "server-down"}, default="nope"),
+        server=functools.partial(FakeService, restarts=str(tmp_path / "restarts.log"), restart_fails=True),
+    )
+    result = run_batch(tasks, config(tmp_path, "infra_retries=0", n=1, run_id="r"), factories=f)
+    store = RunStore(result.path)
+    assert store.rollouts()["a/0"].status == "infra_error" and store.rollouts()["b/0"].status == "submitted"
+    [restart] = store.events_of("server_restart")
+    assert restart["error"].startswith("ServerFailure: fake did not answer")
+    assert result.infra_left.total == 1  # the CLI exits 3: run it again once the server is back
+
+
 def test_deadline_stops_a_rollout_that_loops_in_python(tmp_path: Path) -> None:
     tasks = make_tasks(tmp_path, ["a"])
     result = run_batch(
