@@ -360,7 +360,9 @@ class FakeSelector:
 class FakeService:
     """A ``Factories.server`` for a fake model: no endpoint to start; counts restarts in a file if given."""
 
-    def __init__(self, config: Any, restarts: str | Path | None = None, restart_fails: bool = False):
+    def __init__(self, config: Any, restarts: str | Path | None = None, restart_fails: str = ""):
+        """``restart_fails``: ``server`` (a ServerFailure, as a server that does not come back) or ``bug`` (any
+        other exception); empty: restarts succeed."""
         self.config, self.restarts, self.restart_fails = config, restarts, restart_fails
 
     def start(self) -> Any:
@@ -370,10 +372,12 @@ class FakeService:
         if self.restarts:
             with open(self.restarts, "a") as f:
                 f.write("restart\n")
-        if self.restart_fails:  # as a server that does not come back within its ready timeout
+        if self.restart_fails == "server":  # as a server that does not come back within its ready timeout
             from agentbon.errors import ServerFailure
 
             raise ServerFailure("fake did not answer on fake://model within 0s")
+        if self.restart_fails == "bug":
+            raise RuntimeError("bug in restart")
 
     def stop(self) -> None:
         pass

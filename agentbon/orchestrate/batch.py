@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -35,6 +36,9 @@ def _pick(config: dict[str, Any], dotted: str) -> Any:
     for part in dotted.split("."):
         config = config.get(part, {}) if isinstance(config, dict) else {}
     return config
+
+
+log = logging.getLogger(__name__)
 
 
 def default_run_id(suite: str, config: RunConfig) -> str:
@@ -228,7 +232,11 @@ def run_batch(
                 warning = endpoint_warning(config)
                 if warning:
                     record(Warning(message=warning))
-                _drive(tasks, config, record, factories, cluster, result, service)
+                try:
+                    _drive(tasks, config, record, factories, cluster, result, service)
+                except Exception:  # a bug or an unexpected fault: the run's sandboxes go before Ray does
+                    _reap_quietly(config, factories, run_id)
+                    raise
                 # Whatever a failure left behind (a container the engine could not remove while it restarted).
                 reap_everywhere(config, factories, {"run": run_id})
             finally:
@@ -245,6 +253,14 @@ def run_batch(
         except Exception as e:  # the run is recorded; the report can be redone with `agentbon report`
             result.report_error = f"{type(e).__name__}: {e}"
     return result
+
+
+def _reap_quietly(config: RunConfig, factories: Factories, run_id: str) -> None:
+    """Remove the run's sandboxes on every node while an exception is on its way out (never raises over it)."""
+    try:
+        reap_everywhere(config, factories, {"run": run_id})
+    except Exception as e:  # the original exception matters more; `agentbon cleanup` removes what is left
+        log.warning("could not remove the run's sandboxes (%s): run `agentbon cleanup`", e)
 
 
 def _record_model_stats(service: Any, record: Recorder) -> None:

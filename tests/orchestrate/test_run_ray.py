@@ -130,7 +130,7 @@ def test_a_server_that_does_not_come_back_is_recorded_and_the_run_goes_on(tmp_pa
     tasks = make_tasks(tmp_path, ["a", "b"])
     f = dataclasses.replace(
         fakes(tmp_path, {"a/0": "server-down"}, default="nope"),
-        server=functools.partial(FakeService, restarts=str(tmp_path / "restarts.log"), restart_fails=True),
+        server=functools.partial(FakeService, restarts=str(tmp_path / "restarts.log"), restart_fails="server"),
     )
     result = run_batch(tasks, config(tmp_path, "infra_retries=0", n=1, run_id="r"), factories=f)
     store = RunStore(result.path)
@@ -138,6 +138,22 @@ def test_a_server_that_does_not_come_back_is_recorded_and_the_run_goes_on(tmp_pa
     [restart] = store.events_of("server_restart")
     assert restart["error"].startswith("ServerFailure: fake did not answer")
     assert result.infra_left.total == 1  # the CLI exits 3: run it again once the server is back
+
+
+def test_an_unexpected_exception_still_removes_the_runs_sandboxes(tmp_path: Path) -> None:
+    import dataclasses
+    import functools
+
+    from agentbon.testing import FakeService
+
+    tasks = make_tasks(tmp_path, ["a", "b", "c"])
+    f = dataclasses.replace(
+        fakes(tmp_path, {"a/0": "server-down"}, default="nope sleep:5"),
+        server=functools.partial(FakeService, restart_fails="bug"),  # a bug, not a fault the taxonomy knows
+    )
+    with pytest.raises(RuntimeError, match="bug in restart"):
+        run_batch(tasks, config(tmp_path, "infra_retries=0", n=2, run_id="r"), factories=f)
+    assert live(tmp_path) == []  # the rollouts still sleeping had their sandboxes removed before Ray went
 
 
 def test_deadline_stops_a_rollout_that_loops_in_python(tmp_path: Path) -> None:
