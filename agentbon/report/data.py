@@ -94,6 +94,8 @@ class RunData:
     """As ``candidate`` with flags left aside: the oracle's rule (it ranks by grade alone) and the fallback's."""
     evidence_pass: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
     """Cells whose evidence verdict passed (the baseline a critic has to beat, report/calibration.py)."""
+    evidence_s: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    """Seconds each cell's evidence verification took (0 where it shared an identical patch's verdict)."""
     early_stop: dict[str, EarlyStopped] = field(default_factory=dict)
     """Task id → what early stop did to it (tasks it never stopped are absent)."""
     infra_events: list[dict] = field(default_factory=list)
@@ -143,7 +145,7 @@ def load_run(store: RunStore) -> RunData:
     present, valid = np.zeros(shape, bool), np.zeros(shape, bool)
     correct, cells = np.zeros(shape), np.full(shape, MISSING, dtype=np.int8)
     candidate, oracle_candidate = np.zeros(shape, bool), np.zeros(shape, bool)
-    evidence_pass = np.zeros(shape, bool)
+    evidence_pass, evidence_s = np.zeros(shape, bool), np.zeros(shape)
     select = config.get("select") or {}
     allowed = list(select.get("allow_flags") or [])
     for rid, r in rollouts.items():
@@ -159,6 +161,7 @@ def load_run(store: RunStore) -> RunData:
         correct[i, j] = 1.0 if status == "pass" else 0.0
         seen = Candidate(rollout=r, evidence=evidence.get(rid))
         evidence_pass[i, j] = seen.evidence is not None and seen.evidence.status == "pass"
+        evidence_s[i, j] = seen.evidence.duration_s if seen.evidence is not None else 0.0
         oracle_candidate[i, j] = invalid_reason(seen) is None
         candidate[i, j] = oracle_candidate[i, j] and not blocking_flags(seen, allowed)
     if select.get("flagged_fallback") == "flagged":  # a task whose candidates are all flagged: they are chosen from
@@ -189,6 +192,7 @@ def load_run(store: RunStore) -> RunData:
         candidate=candidate,
         oracle_candidate=oracle_candidate,
         evidence_pass=evidence_pass,
+        evidence_s=evidence_s,
         early_stop={t: s for t, s in stopped.items() if t in row},
         infra_events=store.events_of("infra"),
     )

@@ -107,8 +107,28 @@ def charts(summary: RunReport | dict) -> list[tuple[str, str]]:
     reliability = _reliability(s)
     if reliability:
         out.append(reliability)
+    staged = _frontier(s)
+    if staged:
+        out.append(staged)
     out.append(_pass_map(s))
     return out
+
+
+def _frontier(s: dict) -> tuple[str, str] | None:
+    """Selected accuracy against the evidence tests' container-seconds (log2 axis), one marker per policy."""
+    f = s.get("frontier")
+    costed = sorted((p for p in (f or {}).get("policies", []) if p["container_s"] > 0), key=lambda p: p["container_s"])
+    if len(costed) < 2:
+        return None
+    xs = [math.log2(p["container_s"]) for p in costed]
+    series = [Series(p["policy"], [x], [100 * p["accuracy"]], PALETTE[i % len(PALETTE)]) for i, (p, x) in
+              enumerate(zip(costed, xs, strict=True))]  # fmt: skip
+    series.insert(0, Series("frontier", xs, [100 * p["accuracy"] for p in costed], ORACLE_COLOR, dashed=True))
+    ticks = [(x, num(p["container_s"])) for p, x in zip(costed, xs, strict=True)]
+    caption = ("Staged verification replayed: selected accuracy against the evidence tests' container-seconds "
+               "(log2 axis); to the left, the critic chose which candidates to test.")  # fmt: skip
+    return caption, line_chart("Accuracy against verification cost", series, ticks, "container-seconds",
+                               "selected (%)")  # fmt: skip
 
 
 def _reliability(s: dict) -> tuple[str, str] | None:
@@ -150,7 +170,8 @@ def render_html(summary: RunReport | dict) -> str:
     )
     order = [k for k in ("headline", "flags", "budget", "scaling", "selectors") if k in tables]
     body = "".join(_table(tables[k]) for k in order) + f'<h2 id="plots">Plots</h2>{figures}'
-    body += "".join(_table(tables[k]) for k in ("selected_by_k", "calibration", "cost", "references") if k in tables)
+    later = ("selected_by_k", "calibration", "frontier", "cost", "references")
+    body += "".join(_table(tables[k]) for k in later if k in tables)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>agentbon report — {escape(s['run_id'])}</title><style>{CSS}</style></head>"

@@ -15,7 +15,7 @@ SUMMARY_SCHEMA = "agentbon.summary"
 SUMMARY_VERSION = 4
 """2: typed model; per-k values None where not measured; grade infra errors out of n; early stop; infra.
 3: ``flags`` (per kind, per task, flagged winners).
-4: ``calibration`` (each critic against the grade, with intervals and the reliability diagram); ``budget``."""
+4: ``calibration`` (each critic against the grade, with intervals and the reliability diagram); ``budget``; ``frontier``."""
 READS = (2, 3, 4)
 """Versions :func:`read_summary` reads; older files read with empty ``flags`` / ``calibration`` sections."""
 
@@ -248,6 +248,26 @@ class BudgetPart(Part):
     uniform_solved_per_100: float | None
 
 
+class FrontierPolicy(Part):
+    policy: str
+    tested: int
+    """Candidates the evidence tests ran on."""
+    container_s: float
+    accuracy: float
+    throughput: float | None
+    """The all-tests cost over this policy's (None where it ran no test)."""
+    accuracy_drop_points: float
+
+
+class Frontier(Part):
+    """Staged verification replayed from the run (report/frontier.py)."""
+
+    policies: list[FrontierPolicy]
+    critic: str
+    critic_tokens: int | str
+    anchor: dict[str, Any]
+
+
 class TaskRow(Part):
     task_id: str
     n: int
@@ -282,6 +302,7 @@ class RunReport(Part):
     flags: Flags = Field(default_factory=Flags)
     calibration: Calibration = Field(default_factory=Calibration)
     budget: BudgetPart | None = None
+    frontier: Frontier | None = None
     # SWE-bench harness report keys (schema_version 2) for the primary selector's winners.
     total_instances: int
     submitted_instances: int

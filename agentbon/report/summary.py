@@ -17,6 +17,7 @@ from agentbon.report.compute import Curves, Estimator, compute_curves
 from agentbon.report.costs import cost_section, theory_section
 from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA, PASS, UNGRADED, RunData, load_run
 from agentbon.report.flags import flag_section
+from agentbon.report.frontier import frontier_section
 from agentbon.report.instances import rollout_report, winner_report
 from agentbon.report.model import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport
 from agentbon.report.references import LABEL, REFERENCES
@@ -185,6 +186,7 @@ def build_report(store: RunStore, data: RunData | None = None, **overrides: obje
         "flags": flag_section(data),
         "calibration": calibration_section(data, options),
         "budget": budget_section(data, store.events_of("allocated")),
+        "frontier": frontier_section(data),
         **winner_report(data, data.primary),
         "rollout_report": rollout_report(data),
         "metrics": {

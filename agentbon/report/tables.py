@@ -411,9 +411,34 @@ def budget(s: dict) -> Table | None:
     return Table("budget", "Batch budget", ["", "value"], budget_rows(b), notes)
 
 
+def frontier(s: dict) -> Table | None:
+    """Staged verification replayed: selected accuracy against verification cost, per policy."""
+    f = s.get("frontier")
+    if not f:
+        return None
+    rows = [
+        [p["policy"], str(p["tested"]), num(p["container_s"], "s"), pct(p["accuracy"]),
+         f"{p['accuracy_drop_points']:+.1f}" if p["accuracy_drop_points"] else "0",
+         "—" if p["throughput"] is None else f"{p['throughput']:.1f}x"]
+        for p in f["policies"]
+    ]  # fmt: skip
+    a = f["anchor"]
+    notes = [
+        "Replayed from this run's records: the critic ranks each task's candidates, the evidence tests run on its top m "
+        "only, the winner is the best tested one by evidence then critic. Empty, unappliable and flagged patches are "
+        "filtered first at no test cost.",
+        f"Critic: {f['critic']} (tokens: {f['critic_tokens']}). Container-seconds as recorded; a verdict shared with an "
+        "identical patch cost nothing.",
+        f"Anchor: {a['throughput']}x the throughput for {a['accuracy_drop_pct']} % less accuracy ({a['what']}).",
+    ]
+    headers = ["policy", "tested", "container-s", "selected (%)", "points lost", "throughput"]
+    return Table("frontier", "Staged verification: accuracy against verification cost", headers, rows, notes)
+
+
 def all_tables(summary: RunReport | dict[str, Any]) -> list[Table]:
     """Every table of a report, in reading order."""
     s = as_dict(summary)
-    flagged, calibrated, budgeted = flags(s), calibration(s), budget(s)
+    flagged, calibrated, budgeted, staged = flags(s), calibration(s), budget(s), frontier(s)
     return [headline(s), *([flagged] if flagged else []), *([budgeted] if budgeted else []), scaling(s),
-            selectors(s), selected_by_k(s), *([calibrated] if calibrated else []), cost(s), references(s)]  # fmt: skip
+            selectors(s), selected_by_k(s), *([calibrated] if calibrated else []), *([staged] if staged else []),
+            cost(s), references(s)]  # fmt: skip

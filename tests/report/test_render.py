@@ -40,7 +40,7 @@ def test_html_is_self_contained(summary):
     assert not re.search(r"<script|<link|<img|<iframe|url\(|@import", html, re.I)
     external = set(re.findall(r"https?://[^\"' <)]+", html)) - {"http://www.w3.org/2000/svg"}
     assert not external
-    assert html.count("<svg") == 6  # coverage/selected, loss, gains, points vs cost, reliability, pass map
+    assert html.count("<svg") == 7  # curves, loss, gains, points vs cost, reliability, staged verification, pass map
 
 
 def test_every_chart_is_well_formed_svg(summary):

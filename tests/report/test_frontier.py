@@ -1,0 +1,46 @@
+"""Staged verification replayed from a run: the critic picks which candidates the evidence tests run on; selected
+accuracy against the container-seconds those tests cost, per policy, in the summary, the tables and the HTML."""
+
+from __future__ import annotations
+
+from pytest import approx
+from synth import make_run
+from test_calibration_report import CRITIC, GRID, _flip_evidence
+
+from agentbon.report import build_summary, render_html, render_markdown
+
+
+def test_each_policy_tests_fewer_candidates_and_pays_in_accuracy_where_the_critic_errs(tmp_path):
+    store = make_run(tmp_path, GRID, {"critic": CRITIC})
+    f = build_summary(store)["frontier"]
+    by = {p["policy"]: p for p in f["policies"]}
+    assert list(by) == ["tests on all, then critic", "critic, tests on top 1", "critic, tests on top 2",
+                        "critic alone"]  # fmt: skip
+    full = by["tests on all, then critic"]
+    assert full["tested"] == 24 and full["container_s"] == 24 * 1.5  # synth: 1.5 s per evidence run
+    assert full["accuracy"] == approx(5 / 6)  # evidence == grade: every task with a pass is solved (c has none)
+    top1 = by["critic, tests on top 1"]
+    assert top1["tested"] == 6 and top1["throughput"] == 4.0
+    # The critic's top candidate passes in a, b, d, f and fails in e (its pass is third): 4 of 6.
+    assert top1["accuracy"] == approx(4 / 6) and top1["accuracy_drop_points"] == round(100 / 6, 3)
+    assert by["critic, tests on top 2"]["tested"] == 12
+    alone = by["critic alone"]
+    assert alone["tested"] == 0 and alone["throughput"] is None and alone["accuracy"] == top1["accuracy"]
+    costs = [p["container_s"] for p in f["policies"][1:]]  # top 1, top 2, ..., then none: cheaper than all
+    assert costs[:-1] == sorted(costs[:-1]) and max(costs) < full["container_s"] and costs[-1] == 0
+
+
+def test_wrong_evidence_is_what_testing_more_candidates_risks(tmp_path):
+    store = make_run(tmp_path, GRID, {"critic": CRITIC})
+    _flip_evidence(store, ["a/1"])  # a failing candidate the evidence passes; the critic ranks it low
+    by = {p["policy"]: p for p in build_summary(store)["frontier"]["policies"]}
+    assert by["critic, tests on top 1"]["accuracy"] == approx(4 / 6)
+    assert by["tests on all, then critic"]["accuracy"] == approx(5 / 6)  # a/0 still wins a: passes and outranks a/1
+
+
+def test_the_report_shows_the_frontier_and_needs_recorded_critic_scores(tmp_path):
+    s = build_summary(make_run(tmp_path, GRID, {"critic": CRITIC}))
+    md, html = render_markdown(s), render_html(s)
+    assert "## Staged verification: accuracy against verification cost" in md and "11.6x" in md
+    assert "Accuracy against verification cost" in html
+    assert build_summary(make_run(tmp_path / "other", GRID, {"tests": CRITIC}))["frontier"] is None
