@@ -169,6 +169,8 @@ class Driver:
                 value, failure = ray.get(ref), None
             except Exception as e:  # Ray failures surface here: worker or node died, cancelled
                 value, failure = None, classify(e)
+                if unit.node_id is None:  # its start report may not have been read yet: where did it run?
+                    self.supervisor.poll(also=unit)
                 if unit.cancel == "deadline":
                     failure = deadline_failure(unit.budget_s)
             self.handlers[unit.kind](unit, value, failure)

@@ -30,14 +30,18 @@ class Supervisor:
         self.state, self.tracker = state, tracker
         self._slots_checked = 0.0
 
-    def poll(self) -> None:
-        """Take start reports and token counts from the tracker; enforce deadlines and cancels."""
+    def poll(self, also: Unit | None = None) -> None:
+        """Take start reports and token counts from the tracker; enforce deadlines and cancels. ``also``: a unit just
+        taken out of flight (it failed) whose start report may be waiting in the tracker: where it ran is then known
+        for its infra event."""
         state = self.state
         try:
             started, tokens = ray.get(self.tracker.drain.remote(), timeout=30)
         except Exception:  # the tracker restarts on its own; deadlines count from submission meanwhile
             started, tokens = [], 0
         by_key = {u.key: u for u in state.inflight.values()}
+        if also is not None:
+            by_key[also.key] = also
         for s in started:
             unit = by_key.get(s.unit)
             if unit is not None and unit.started_at is None:
