@@ -2,8 +2,8 @@
 of a demo task (its gold fix, and the same lines changed to another wrong answer). Slow (a real model on CPU).
 
 What must hold: every score is p(YES) read from the server's logprobs (not a parsed answer, not the 0.5 of no
-answer), a probability strictly inside (0, 1), and the same prompt scored twice gives the same p (temperature 0,
-seed 0). How well a 1.5B model judges is measured, not asserted: the report's calibration table does that over
+answer), a probability strictly inside (0, 1), and the same prompt scored twice gives the same p to within 0.02
+(temperature 0, seed 0; llama.cpp's prefix cache changes the last digits). How well a 1.5B model judges is measured, not asserted: the report's calibration table does that over
 a run (docs/estimators.md, "Critic calibration"); the figures are printed here."""
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ def test_the_judge_reads_p_yes_from_the_real_servers_logprobs(served_model) -> N
                            status="undecided")  # fmt: skip
         scores[name] = judge.score(task, rollout, evidence)
         assert 0.0 < scores[name] < 1.0, (name, scores[name])
-        assert judge.score(task, rollout, evidence) == pytest.approx(scores[name], abs=1e-6)  # deterministic
+        # Temperature 0 and seed 0, but a prompt served from llama.cpp's prefix cache is not evaluated bit for bit
+        # as a fresh one (measured: 0.5712 then 0.5717): the same p, to the judge's precision.
+        assert judge.score(task, rollout, evidence) == pytest.approx(scores[name], abs=0.02)
     assert judge.sources == {"logprobs": 4}, judge.sources
     empty = Rollout(run_id="judge", task_id=task.task_id, index=9, status="submitted", patch="")
     assert judge.score(task, empty, None) == 0.0  # an empty patch is never sent to the model
