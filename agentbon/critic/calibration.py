@@ -70,16 +70,19 @@ def task_stats(labels: np.ndarray, probs: np.ndarray, rows: np.ndarray, tasks: i
     p = np.clip(np.asarray(probs, dtype=np.float64), 0.0, 1.0)
     fine = np.minimum((p * FINE).astype(int), FINE - 1)
     coarse = np.minimum((p * bins).astype(int), bins - 1)
-    width = 2 * FINE + 3 * bins + 2
-    rows = np.asarray(rows, dtype=np.int64) * width
-    base = 2 * FINE
-    flat = np.zeros(tasks * width)
-    for column, weight in (
-        (fine, y), (FINE + fine, 1.0 - y), (base + coarse, None), (base + bins + coarse, p),
-        (base + 2 * bins + coarse, y), (base + 3 * bins, (p - y) ** 2), (base + 3 * bins + 1, None),
-    ):  # fmt: skip
-        flat += np.bincount(rows + column, weights=weight, minlength=tasks * width)
-    return flat.reshape(tasks, width)
+    rows = np.asarray(rows, dtype=np.int64)
+    fine_key, coarse_key = rows * FINE + fine, rows * bins + coarse
+
+    def per(key: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
+        return np.bincount(key, weights=weights, minlength=tasks * size).reshape(tasks, size)
+
+    passing = per(fine_key, FINE, y)
+    return np.hstack([
+        passing, per(fine_key, FINE) - passing,
+        per(coarse_key, bins), per(coarse_key, bins, p), per(coarse_key, bins, y),
+        np.bincount(rows, weights=(p - y) ** 2, minlength=tasks)[:, None],
+        np.bincount(rows, minlength=tasks)[:, None].astype(np.float64),
+    ])  # fmt: skip
 
 
 def from_stats(stats: np.ndarray, bins: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
