@@ -337,9 +337,12 @@ class SelectConfig(Section):
         ],  # fmt: skip
     )
     """Selectors reported; the first is the one whose winner is exported."""
-    critic: Literal["classifier", "judge", "none"] = "classifier"
+    critic: Literal["auto", "classifier", "judge", "none"] = "auto"
+    """``auto``: a classifier trained on the run directory's earlier runs where it beats the evidence result out of
+    fold, else the heuristic prior (critic/auto.py); ``classifier``: ``critic_path``'s, else the prior; ``judge``:
+    the served model asked YES/NO; ``none``."""
     critic_path: str | None = None
-    """A trained classifier (``agentbon critic train``); none: a heuristic prior until one is trained."""
+    """A trained classifier (``agentbon critic train``), used as it is by ``auto`` and ``classifier``."""
     soft_temperature: float = Field(default=0.5, gt=0)
     """Temperature of ``soft-bon``'s softmax over critic scores."""
     allow_flags: list[FlagKind] = Field(default_factory=list)

@@ -19,7 +19,17 @@ from agentbon.protocols import Critic
 
 
 def make_critic(kind: str, path: str | Path | None = None, model: Any = None, store: Any = None) -> Critic:
-    """The configured critic: ``classifier`` (the prior until one is trained), ``judge`` (needs ``model``), ``prior``."""
+    """The configured critic: ``auto`` (a classifier trained on the run directory's earlier runs where it beats the
+    evidence out of fold, else the prior; critic/auto.py), ``classifier`` (``path``'s, else the prior), ``judge``
+    (needs ``model``), ``prior``."""
+    if kind == "auto":
+        if path:
+            return ClassifierCritic(path)
+        if store is None:
+            return HeuristicPrior()
+        from agentbon.critic.auto import choose
+
+        return choose(Path(store.path).parent, Path(store.path).name)[0]
     if kind == "classifier":
         return ClassifierCritic(path) if path else HeuristicPrior()
     if kind == "prior":
@@ -29,7 +39,7 @@ def make_critic(kind: str, path: str | Path | None = None, model: Any = None, st
             raise ConfigError("select.critic=judge needs a model (pass model= to make_selector / make_critic)")
         trajectories = store.trajectory if store is not None else None
         return LLMJudge(model, trajectories=trajectories)
-    raise ConfigError(f"unknown critic {kind!r} (classifier, judge, prior)")
+    raise ConfigError(f"unknown critic {kind!r} (auto, classifier, judge, prior)")
 
 
 __all__ = ["ClassifierCritic", "HeuristicPrior", "LLMJudge", "LogisticModel", "make_critic"]

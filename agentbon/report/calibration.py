@@ -29,11 +29,20 @@ OOF_LIMIT = 20_000
 """Most candidates the report fits the out-of-fold classifier on (five fits of Newton's method)."""
 
 
-def run_critic(config: dict) -> tuple[str, str]:
-    """The critic the run's selectors used, and why that one."""
+def run_critic(config: dict, run_path: Any = None) -> tuple[str, str]:
+    """The critic the run's selectors used, and why that one (``auto``: as it decided, critic/auto.py)."""
     select = config.get("select") or {}
     kind, path = select.get("critic", "classifier"), select.get("critic_path")
-    if kind == "classifier" and path:
+    if kind == "auto" and not path:
+        from pathlib import Path
+
+        from agentbon.critic.auto import recorded_choice
+
+        choice = recorded_choice(Path(run_path)) if run_path is not None else None
+        if choice:
+            return str(choice.get("critic")), f"select.critic: auto: {choice.get('why')}"
+        return "heuristic-prior", "select.critic: auto, and no choice recorded for the run: the hand-set prior"
+    if kind in ("classifier", "auto") and path:
         return "classifier", f"select.critic_path names a trained classifier ({path})"
     if kind == "classifier":
         return "heuristic-prior", "no trained critic (select.critic_path unset): the hand-set prior, not learned"
@@ -88,7 +97,7 @@ def _block(name: str, role: str, labels: np.ndarray, scores: np.ndarray, rows: n
 
 def calibration_section(data: RunData, options: ReportConfig) -> dict[str, Any]:
     """The ``calibration`` part of ``summary.json`` (empty ``critics`` where no candidate has a decided grade)."""
-    used, why = run_critic(data.config)
+    used, why = run_critic(data.config, data.path)
     out: dict[str, Any] = {"used": used, "why": why, "critics": [], "notes": []}
     if data.valid.size == 0:
         return out

@@ -14,6 +14,7 @@ allotment (``budget_first``), drawn before any outcome was known; what the alloc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -108,6 +109,8 @@ class RunData:
     oracles: list[str] = field(default_factory=list)
     selectors: list[str] = field(default_factory=list)
     """Non-oracle selectors, in the config's order, then by name."""
+    path: Path | None = None
+    """The run's directory (None for data built without a store)."""
 
     @property
     def primary(self) -> str | None:
@@ -195,6 +198,7 @@ def load_run(store: RunStore) -> RunData:
         evidence_s=evidence_s,
         early_stop={t: s for t, s in stopped.items() if t in row},
         infra_events=store.events_of("infra"),
+        path=store.path,
     )
     by_selector: dict[str, dict[str, Selection]] = {}
     for s in selections:

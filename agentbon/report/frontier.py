@@ -75,10 +75,12 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
     base = out[0]["accuracy"]
     for row in out:
         row["accuracy_drop_points"] = round(100 * (base - row["accuracy"]), 3)
-    critic_name = ((data.config.get("select") or {}).get("critic")) or "classifier"
+    from agentbon.report.calibration import run_critic
+
+    critic_name = run_critic(data.config, data.path)[0]
     return {
         "policies": out,
         "critic": critic_name,
-        "critic_tokens": "unknown" if critic_name == "judge" else 0,
+        "critic_tokens": "unknown" if critic_name == "llm-judge" else 0,
         "anchor": ANCHOR,
     }
