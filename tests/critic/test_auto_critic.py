@@ -5,24 +5,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 
-from synth import make_run, set_config  # noqa: E402
+from synth import flip_evidence, make_run, set_config  # noqa: E402
 
 from agentbon.critic import make_critic  # noqa: E402
 from agentbon.critic.auto import CHOICE_FILE, choose, recorded_choice  # noqa: E402
 from agentbon.report import build_summary  # noqa: E402
 
 TASKS = [f"t{i}" for i in range(6)]
-
-
-def _flip_evidence(store, rollout_ids):
-    with mock.patch("agentbon.store.os.fsync"):
-        for rid in rollout_ids:
-            v = store.verdicts("evidence")[rid]
-            store.save_verdict(v.model_copy(update={"status": "fail" if v.status == "pass" else "pass"}))
 
 
 def test_no_earlier_run_means_the_prior_and_says_so(tmp_path):
@@ -36,7 +28,7 @@ def test_a_classifier_that_beats_the_evidence_on_earlier_runs_is_used(tmp_path):
     # Last night: the first two rollouts of every task pass, the evidence is wrong on half of them; a rollout's
     # token counts (they grow with its index in the synthetic store) tell the grade, the evidence does not.
     night = make_run(tmp_path, {t: "PPFF" for t in TASKS}, run_id="last-night")
-    _flip_evidence(night, [f"{t}/{i}" for t in TASKS for i in (0, 2)])
+    flip_evidence(night, [f"{t}/{i}" for t in TASKS for i in (0, 2)])
     tonight = make_run(tmp_path, {"a": "PF", "b": "FF"}, run_id="tonight")
     set_config(tonight, select={"critic": "auto"})
     critic = make_critic("auto", store=tonight)

@@ -137,3 +137,11 @@ def set_config(store: RunStore, **sections: dict) -> None:
     for name, values in sections.items():
         config[name] = {**(config.get(name) or {}), **values}
     path.write_text(yaml.safe_dump(config))
+
+
+def flip_evidence(store: RunStore, rollout_ids: list[str]) -> None:
+    """Make the evidence disagree with the grade on these rollouts (the latest verdict wins)."""
+    with mock.patch("agentbon.store.os.fsync"):
+        for rid in rollout_ids:
+            v = store.verdicts("evidence")[rid]
+            store.save_verdict(v.model_copy(update={"status": "fail" if v.status == "pass" else "pass"}))

@@ -3,10 +3,8 @@ an out-of-fold classifier, and which critic the run used; the figures equal the 
 
 from __future__ import annotations
 
-from unittest import mock
-
 import numpy as np
-from synth import make_run
+from synth import flip_evidence, make_run
 
 from agentbon.critic import calibration as cal
 from agentbon.report import build_summary, render_html, render_markdown
@@ -19,17 +17,9 @@ CRITIC = {  # informative but not perfect: one passing candidate scored low, one
 }  # fmt: skip
 
 
-def _flip_evidence(store, rollout_ids):
-    """Make the evidence disagree with the grade on these rollouts (the latest verdict wins)."""
-    with mock.patch("agentbon.store.os.fsync"):
-        for rid in rollout_ids:
-            v = store.verdicts("evidence")[rid]
-            store.save_verdict(v.model_copy(update={"status": "fail" if v.status == "pass" else "pass"}))
-
-
 def test_each_critic_against_the_grade_with_intervals_over_tasks(tmp_path):
     store = make_run(tmp_path, GRID, {"tests": {t: [0.0] * 4 for t in GRID}, "critic": CRITIC})
-    _flip_evidence(store, ["a/0", "c/1", "f/3"])
+    flip_evidence(store, ["a/0", "c/1", "f/3"])
     s = build_summary(store)
     section = s["calibration"]
     assert section["used"] == "heuristic-prior" and "not learned" in section["why"]

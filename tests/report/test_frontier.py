@@ -4,8 +4,8 @@ accuracy against the container-seconds those tests cost, per policy, in the summ
 from __future__ import annotations
 
 from pytest import approx
-from synth import make_run
-from test_calibration_report import CRITIC, GRID, _flip_evidence
+from synth import flip_evidence, make_run
+from test_calibration_report import CRITIC, GRID
 
 from agentbon.report import build_summary, render_html, render_markdown
 
@@ -32,7 +32,7 @@ def test_each_policy_tests_fewer_candidates_and_pays_in_accuracy_where_the_criti
 
 def test_wrong_evidence_is_what_testing_more_candidates_risks(tmp_path):
     store = make_run(tmp_path, GRID, {"critic": CRITIC})
-    _flip_evidence(store, ["a/1"])  # a failing candidate the evidence passes; the critic ranks it low
+    flip_evidence(store, ["a/1"])  # a failing candidate the evidence passes; the critic ranks it low
     by = {p["policy"]: p for p in build_summary(store)["frontier"]["policies"]}
     assert by["critic, tests on top 1"]["accuracy"] == approx(4 / 6)
     assert by["tests on all, then critic"]["accuracy"] == approx(5 / 6)  # a/0 still wins a: passes and outranks a/1
