@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
@@ -68,24 +68,43 @@ class Plan:
         return {"files": [{"path": f.path, "source": f.source} for f in self.files], "ids": self.ids}
 
 
+def folder_of(runner: Runner, test_id: str) -> str | None:
+    """The directory of a graded test's file (``""`` for the repository root; None where the id names none inside
+    the repository)."""
+    if "::" in test_id or test_id.endswith(".py"):
+        folder = str(PurePosixPath(test_id.split("::", 1)[0]).parent)
+    elif runner == "unittest":  # dotted: package.module.Class.method -> the module's package
+        parts = test_id.split(".")
+        first_class = next((i for i, p in enumerate(parts) if p[:1].isupper()), len(parts) - 1)
+        folder = "/".join(parts[: max(first_class - 1, 0)])
+    else:
+        return None
+    folder = "" if folder in (".", "") else folder
+    if folder.startswith("/") or ".." in folder.split("/"):
+        return None  # not inside the repository: the graded id is broken, no canary goes there
+    return folder
+
+
 def directories(runner: Runner, ids: Iterable[str]) -> list[str]:
     """The directories of the graded test files, in order, without repeats (``""`` for the repository root)."""
     out: list[str] = []
     for test_id in ids:
-        if "::" in test_id or test_id.endswith(".py"):
-            folder = str(PurePosixPath(test_id.split("::", 1)[0]).parent)
-        elif runner == "unittest":  # dotted: package.module.Class.method -> the module's package
-            parts = test_id.split(".")
-            first_class = next((i for i, p in enumerate(parts) if p[:1].isupper()), len(parts) - 1)
-            folder = "/".join(parts[: max(first_class - 1, 0)])
-        else:
-            continue
-        folder = "" if folder in (".", "") else folder
-        if folder.startswith("/") or ".." in folder.split("/"):
-            continue  # not inside the repository: the graded id is broken, no canary goes there
-        if folder not in out:
+        folder = folder_of(runner, test_id)
+        if folder is not None and folder not in out:
             out.append(folder)
     return out[:MAX_DIRS] or [""]
+
+
+def broken_folders(runner: Runner, graded: Mapping[str, str]) -> set[str]:
+    """Directories all of whose graded tests ended in ``error``: the code they import is broken (a package whose
+    ``__init__`` raises), and a canary planted there cannot even be collected. Its ``error`` is then no sign of
+    forgery: the verdict fails on those graded tests whatever the canaries say."""
+    seen: dict[str, set[str]] = {}
+    for test_id, outcome in graded.items():
+        folder = folder_of(runner, test_id)
+        if folder is not None:
+            seen.setdefault(folder, set()).add(outcome)
+    return {folder for folder, outcomes in seen.items() if outcomes == {"error"}}
 
 
 def plan(runner: Runner, ids: Iterable[str], token: Callable[[int], str] = secrets.token_hex) -> Plan | None:
@@ -129,16 +148,24 @@ def _source(runner: Runner, names: dict[str, str], cls: str, token: Callable[[in
     return "import unittest\n\n\n" + "\n\n".join(blocks)
 
 
-def problems(plan: Plan, cases: list[Case] | None, exit_code: int | None, changed: Iterable[str] = ()) -> list[str]:
+def problems(
+    plan: Plan, cases: list[Case] | None, exit_code: int | None, changed: Iterable[str] = (),
+    graded: Mapping[str, str] | None = None,
+) -> list[str]:
     """Why the session's canaries did not come out as planted (empty when they did).
 
     ``cases`` is None when the run wrote no JUnit XML: then only the exit code and the files can be checked.
+    ``graded``: the graded tests' outcomes; a canary that errored in a directory whose graded tests all errored
+    is not a problem (``broken_folders``).
     """
     out = [f"canary file {p} changed during the run" for p in sorted(set(changed) & set(plan.paths))]
     got = outcomes_for(plan.ids, cases, plan.runner) if cases is not None else {}
+    broken = broken_folders(plan.runner, graded or {})
     for canary in plan.canaries if cases is not None else ():
         outcome = got[canary.test_id]
         want = "passed" if canary.must == "pass" else "failed"
+        if outcome == "error" and folder_of(plan.runner, canary.test_id) in broken:
+            continue
         if outcome == "missing":
             out.append(f"canary {canary.test_id} is missing from the JUnit XML")
         elif outcome != want:

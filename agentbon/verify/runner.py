@@ -428,7 +428,8 @@ class TestVerifier:
             cases = parse_junit(junit) if junit is not None else None
         except JUnitError:
             cases = None  # judged below as not trusted; the exit code and the files are still checked
-        problems = canary.problems(plan, cases, report.get("exit_code"), report.get("canaries_changed") or [])
+        graded = outcomes_for(graded_ids(tests), cases, tests.runner) if cases is not None else {}
+        problems = canary.problems(plan, cases, report.get("exit_code"), report.get("canaries_changed") or [], graded)
         if not problems:
             return ""
         if cases is not None:

@@ -100,3 +100,19 @@ def test_every_way_to_fail_the_canaries():
     assert problems(made, _cases(made), 1, changed=[made.paths[0], "tests/other.py"]) == [
         f"canary file {made.paths[0]} changed during the run"
     ]
+
+
+def test_a_package_that_no_longer_imports_is_a_plain_failure_not_a_forgery():
+    """Found on a real run: a 1.5B model's patch made ``parse/__init__.py`` raise NameError; the canary planted in
+    ``parse/`` (a graded doctest lives there) could not be collected and errored like every graded test there."""
+    made = plan("pytest", ["parse/__init__.py::parse", "tests/test_parse.py::test_x"])
+    assert made is not None
+    inside = [c.test_id for c in made.canaries if c.test_id.startswith("parse/")]
+    errored = _cases(made)
+    errored = [Case(c.classname, c.name, "error") if any(c.name in i for i in inside) else c for c in errored]
+    broken = {"parse/__init__.py::parse": "error", "tests/test_parse.py::test_x": "failed"}
+    assert problems(made, errored, 1, graded=broken) == []
+    # The same canary errors while a graded test beside it passed: that is a session someone rewrote.
+    forged = {"parse/__init__.py::parse": "passed", "tests/test_parse.py::test_x": "passed"}
+    assert len(problems(made, errored, 1, graded=forged)) == len(inside)
+    assert len(problems(made, errored, 1)) == len(inside)  # without the graded outcomes nothing is excused
