@@ -132,19 +132,3 @@ def measure(
         for b in range(bins) if count[b] > 0
     ]  # fmt: skip
     return out
-
-
-def reliability(labels: np.ndarray, probs: np.ndarray, bins: int = 10) -> list[dict[str, float | int]]:
-    """The reliability diagram's points: per non-empty bin, its range, count, mean score and pass rate."""
-    y = np.asarray(labels, dtype=np.float64)
-    p = np.clip(np.asarray(probs, dtype=np.float64), 0.0, 1.0)
-    which = np.minimum((p * bins).astype(int), bins - 1)
-    out: list[dict[str, float | int]] = []
-    for b in range(bins):
-        mask = which == b
-        if mask.any():
-            out.append({
-                "lo": b / bins, "hi": (b + 1) / bins, "count": int(mask.sum()),
-                "mean_score": round(float(p[mask].mean()), 6), "pass_rate": round(float(y[mask].mean()), 6),
-            })  # fmt: skip
-    return out

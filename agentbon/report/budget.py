@@ -26,13 +26,9 @@ def budget_section(data: RunData, allocated: list[dict]) -> dict[str, Any] | Non
     passed = (data.correct * data.valid) > 0
     solved = passed.any(axis=1)
     share = total // tasks
-    uniform_solved = unknown = 0
-    for i in range(tasks):
-        within = passed[i, :share]
-        if within.any():
-            uniform_solved += 1
-        elif int(ran[i, :share].sum()) < min(share, data.n):  # fewer than the share ran, none passed
-            unknown += 1
+    within = passed[:, :share].any(axis=1)
+    uniform_solved = int(within.sum())
+    unknown = int((~within & (ran[:, :share].sum(axis=1) < min(share, data.n))).sum())  # fewer ran, none passed
     spent = int(ran.sum())
     per_task = Counter(e["task_id"] for e in allocated)
     return {

@@ -24,6 +24,7 @@ import numpy as np
 from agentbon.config import ReportConfig
 from agentbon.critic import calibration as cal
 from agentbon.report.data import RunData
+from agentbon.types import Rollout
 
 OOF_LIMIT = 20_000
 """Most candidates the report fits the out-of-fold classifier on (five fits of Newton's method)."""
@@ -61,18 +62,20 @@ def _recorded(data: RunData, cells: np.ndarray, name: str) -> np.ndarray | None:
     from agentbon.critic.prior import HeuristicPrior
 
     prior = HeuristicPrior()
+    picked = _rollouts_at(data, cells)
+    return np.asarray([prior.score(data.tasks[r.task_id], r, data.evidence.get(r.rollout_id)) for r in picked])
+
+
+def _rollouts_at(data: RunData, cells: np.ndarray) -> list[Rollout]:
+    """The rollouts of the ``cells``, in the order ``cells`` selects them (row-major, as ``scores[cells]``)."""
+    at = {(r.task_id, r.index): r for r in data.rollouts.values()}
     rows, cols = np.nonzero(cells)
-    lookup = {(r.task_id, r.index): r for r in data.rollouts.values()}
-    out = np.empty(len(rows))
-    for k, (i, j) in enumerate(zip(rows, cols, strict=True)):
-        rollout = lookup[(data.task_ids[i], int(j))]
-        out[k] = prior.score(data.tasks[rollout.task_id], rollout, data.evidence.get(rollout.rollout_id))
-    return out
+    return [at[(data.task_ids[i], int(j))] for i, j in zip(rows, cols, strict=True)]
 
 
 def _out_of_fold(data: RunData, cells: np.ndarray, labels: np.ndarray, seed: int) -> tuple[np.ndarray | None, str]:
     """The out-of-fold classifier's scores on ``cells``, or None with why not."""
-    rows, cols = np.nonzero(cells)
+    rows = np.nonzero(cells)[0]
     if len(rows) > OOF_LIMIT:
         return None, f"{len(rows)} candidates, over {OOF_LIMIT}: run `agentbon critic train` on the run"
     if len(np.unique(rows)) < 2:
@@ -82,8 +85,7 @@ def _out_of_fold(data: RunData, cells: np.ndarray, labels: np.ndarray, seed: int
     from agentbon.critic.features import NUMERIC_NAMES, numeric_features
     from agentbon.critic.training import out_of_fold
 
-    lookup = {(r.task_id, r.index): r for r in data.rollouts.values()}
-    picked = [lookup[(data.task_ids[i], int(j))] for i, j in zip(rows, cols, strict=True)]
+    picked = _rollouts_at(data, cells)
     X = np.vstack([numeric_features(data.tasks[r.task_id], r, data.evidence.get(r.rollout_id)) for r in picked])
     task_ids = [r.task_id for r in picked]
     return out_of_fold(X, labels, task_ids, list(NUMERIC_NAMES), False, 1.0, 5, seed), ""

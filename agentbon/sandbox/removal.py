@@ -30,7 +30,7 @@ class Remover:
         self._busy = 0
         self._thread: threading.Thread | None = None
         self.removed = 0
-        """Containers this remover removed (or found gone)."""
+        """Containers this remover has dealt with (removed, found gone, or failed and logged for the reap)."""
 
     def put(self, container_id: str, name: str) -> None:
         """Queue a closed sandbox's container for removal."""
