@@ -365,6 +365,12 @@ class FakeService:
         other exception); empty: restarts succeed."""
         self.config, self.restarts, self.restart_fails = config, restarts, restart_fails
 
+    def launch(self, *, ray_address: str | None = None) -> None:
+        """Nothing to launch before Ray."""
+
+    def pids(self) -> set[int]:
+        return set()
+
     def start(self) -> Any:
         return self.config.model_copy(update={"endpoint": self.config.endpoint or "fake://model"})
 

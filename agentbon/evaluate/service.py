@@ -13,6 +13,12 @@ class NoModelService:
     def __init__(self, config: ModelConfig):
         self.config = config
 
+    def launch(self, *, ray_address: str | None = None) -> None:
+        """Nothing to launch before Ray."""
+
+    def pids(self) -> set[int]:
+        return set()
+
     def start(self) -> ModelConfig:
         return self.config
 

@@ -77,19 +77,38 @@ class LocalServer:
         self.log_path = log_path
         self.endpoint = f"http://{host}:{port}/v1"
         self.proc: subprocess.Popen[bytes] | None = None
+        self._launched: float | None = None
+        self._ready = False
         self.started_s: float | None = None
         """Seconds from launch until the server answered."""
 
     def start(self) -> str:
-        """Launch the process and block until it serves; raise ``ServerFailure`` with the log tail if it cannot."""
-        if self.proc is not None:
+        """Launch the process (unless ``launch`` did) and block until it serves; raise ``ServerFailure`` with the
+        log tail if it cannot."""
+        if self.proc is not None and self._ready:
             return self.endpoint
+        self.launch()
+        assert self._launched is not None
+        try:
+            self._wait_ready(self._launched)
+        except BaseException:
+            self.stop()
+            raise
+        self._ready = True
+        self.started_s = time.monotonic() - self._launched
+        return self.endpoint
+
+    def launch(self) -> None:
+        """Start the process and return at once (``start`` then waits until it serves): what the caller does
+        meanwhile overlaps the server's load. Idempotent while the process is up."""
+        if self.proc is not None:
+            return
         if self.log_path is None:
             fd, name = tempfile.mkstemp(prefix=f"agentbon-{self.name}-", suffix=".log")
             os.close(fd)
             self.log_path = Path(name)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        launched = time.monotonic()
+        self._launched, self._ready = time.monotonic(), False
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 self.command,
@@ -101,13 +120,6 @@ class LocalServer:
                 preexec_fn=_die_with_parent() if threading.current_thread() is threading.main_thread() else None,
             )
         atexit.register(self.stop)
-        try:
-            self._wait_ready(launched)
-        except BaseException:
-            self.stop()
-            raise
-        self.started_s = time.monotonic() - launched
-        return self.endpoint
 
     def _wait_ready(self, launched: float) -> None:
         assert self.proc is not None
@@ -145,7 +157,7 @@ class LocalServer:
     def stop(self, grace_s: float = 10.0) -> None:
         """Stop the process group: SIGTERM, then SIGKILL after ``grace_s``; safe to call twice."""
         atexit.unregister(self.stop)
-        proc, self.proc = self.proc, None
+        proc, self.proc, self._ready = self.proc, None, False
         if proc is None:
             return
         if proc.poll() is not None:  # the leader is gone; children it spawned may not be

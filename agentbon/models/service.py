@@ -35,14 +35,41 @@ class ModelService:
         """``model.endpoints``: their ``EndpointSet`` (the router actor the rollouts share)."""
         self._endpoint: str | None = None
         self._baseline: dict[str, float] = {}
+        self._key: str | None = None
+        self._t0: float | None = None
+        """When ``launch`` started the server's process (its start time counts from there)."""
         self.started_s: float | None = None
         """Seconds until the server or engines answered (None for a given endpoint)."""
+
+    def launch(self, *, ray_address: str | None = None) -> None:
+        """Start the process of a server this run owns now, before Ray, and return at once: its load (seconds
+        for llama.cpp, most of a minute for vLLM) then overlaps Ray's start, and ``start`` waits for it. Only
+        where where it listens does not depend on the cluster: a local Ray (one node: the loopback) or
+        ``model.serve_host`` set; never for endpoints or engine actors, which need Ray or nothing."""
+        from agentbon.models import resolve_model
+
+        config = resolve_model(self.config)
+        if self._server is not None or config.urls() or config.launcher == "vllm-actors":
+            return
+        if ray_address and not config.serve_host:
+            return
+        self.config = config
+        self._t0 = time.monotonic()
+        host = config.serve_host or LOOPBACK
+        self._key = config.api_key or (None if host == LOOPBACK else secrets.token_urlsafe(24))
+        self._server = self.local_server(config, host, self._key)
+        self._server.launch()
+
+    def pids(self) -> set[int]:
+        """The process of a server this run launched (empty if none): Ray's renice leaves it alone."""
+        proc = getattr(self._server, "proc", None)
+        return {proc.pid} if proc is not None else set()
 
     def start(self) -> ModelConfig:
         """Make sure the model serves; return the model config with ``endpoint`` (or ``pool``) set.
 
         Several endpoints: ``pool`` names the router actor that workers route each task's calls through."""
-        t0 = time.monotonic()
+        t0 = self._t0 if self._server is not None and self._t0 is not None else time.monotonic()
         from agentbon.models import resolve_model
 
         self.config = resolve_model(self.config)  # the stats name the launcher that ran
@@ -56,13 +83,12 @@ class ModelService:
             self._pool = self.start_pool(config)
             config = config.model_copy(update={"pool": self._pool.actor_name, "engines": len(self._pool.engines)})
         else:
-            from agentbon.models import local_server
-
-            host = self.serve_host(config)
-            key = config.api_key or (None if host == LOOPBACK else secrets.token_urlsafe(24))
-            self._server = local_server(config, host=host, api_key=key)
+            if self._server is None:  # not launched before Ray: where it listens may depend on the cluster
+                host = self.serve_host(config)
+                self._key = config.api_key or (None if host == LOOPBACK else secrets.token_urlsafe(24))
+                self._server = self.local_server(config, host, self._key)
             self._endpoint = self._server.start()
-            config = config.model_copy(update={"endpoint": self._endpoint, "api_key": key})
+            config = config.model_copy(update={"endpoint": self._endpoint, "api_key": self._key})
         if not self.config.urls():
             self.started_s = round(time.monotonic() - t0, 2)
         if self._endpoint:
@@ -82,6 +108,13 @@ class ModelService:
             return LOOPBACK
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
         return listen_host(None, nodes, str(ray.util.get_node_ip_address()))
+
+    @staticmethod
+    def local_server(config: ModelConfig, host: str, api_key: str | None) -> Any:
+        """The (not yet launched) ``LocalServer`` of ``model.launcher`` (tests start a toy server here)."""
+        from agentbon.models import local_server
+
+        return local_server(config, host=host, api_key=api_key)
 
     @staticmethod
     def start_endpoints(config: ModelConfig) -> Any:

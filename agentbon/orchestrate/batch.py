@@ -220,14 +220,21 @@ def run_batch(
             record(Warning(message=f"preflight: {problem}"))
         if changed:
             record(Warning(message=f"resumed with {len(changed)} redefined task(s): {', '.join(sorted(changed))}"))
-        cluster = connect(config)
+        service = factories.server(config.model)
+        # A server this run owns starts loading now where it can, so that Ray's start overlaps it
+        # (docs/sandboxes.md, "Time to the first rollout"); Ray's renice leaves its processes alone.
+        service.launch(ray_address=config.ray_address)
         try:
-            # Sandboxes of an earlier driver of this run that died without cleaning up (kill -9). A new run has none,
-            # and skipping the reap takes a round of Ray tasks off the time to its first rollout (docs/sandboxes.md).
-            if not fresh:
-                reap_everywhere(config, factories, {"run": run_id})
-            service = factories.server(config.model)
+            cluster = connect(config, spare=service.pids())
+        except BaseException:
+            service.stop()
+            raise
+        try:
             try:
+                # Sandboxes of an earlier driver of this run that died without cleaning up (kill -9). A new run has
+                # none, and skipping the reap takes a round of Ray tasks off the time to its first rollout.
+                if not fresh:
+                    reap_everywhere(config, factories, {"run": run_id})
                 config = config.model_copy(update={"model": service.start()})
                 warning = endpoint_warning(config)
                 if warning:

@@ -12,7 +12,7 @@ import glob
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,12 +49,14 @@ class Cluster:
             ray.shutdown()
 
 
-def connect(config: RunConfig) -> Cluster:
-    """Join the cluster at ``config.ray_address``, or start a local Ray with the configured slots."""
+def connect(config: RunConfig, spare: Collection[int] = ()) -> Cluster:
+    """Join the cluster at ``config.ray_address``, or start a local Ray with the configured slots. ``spare``: the
+    processes (with whatever they start meanwhile) of a model server launched before Ray, which Ray's renice
+    must leave alone."""
     import ray
 
     with _keeping_sigterm_handler():
-        started = _init(config)
+        started = _init(config, spare)
     total = ray.cluster_resources()
     if total.get(SANDBOX, 0) < 1:
         raise ConfigError(
@@ -67,7 +69,7 @@ def connect(config: RunConfig) -> Cluster:
     )  # fmt: skip
 
 
-def _init(config: RunConfig) -> bool:
+def _init(config: RunConfig, spare: Collection[int] = ()) -> bool:
     """``ray.init`` unless Ray is up already; True when this call started a local Ray."""
     import ray
 
@@ -89,7 +91,7 @@ def _init(config: RunConfig) -> bool:
         log_to_driver=False,
     )
     if renice:  # what ray.init started: gcs, raylet, agents, the workers the raylet has forked so far
-        lower_priority(sorted(descendants(os.getpid()) - before), config.ray_niceness)
+        lower_priority(sorted(started_since(before, spare)), config.ray_niceness)
     return True
 
 
@@ -118,6 +120,13 @@ def descendants(root: int) -> set[int]:
         found.add(pid)
         todo.extend(children.get(pid, []))
     return found
+
+
+def started_since(before: set[int], spare: Collection[int] = ()) -> set[int]:
+    """This process's descendants that are not in ``before`` (what ``ray.init`` started), less the ``spare``
+    processes and whatever they started meanwhile (a model server launched before Ray, loading beside it)."""
+    server = set(spare).union(*(descendants(pid) for pid in spare))
+    return descendants(os.getpid()) - before - server
 
 
 def lower_priority(pids: list[int], niceness: int) -> int:

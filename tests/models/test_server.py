@@ -102,3 +102,62 @@ def test_a_server_that_requires_a_key_is_asked_with_it():
     unkeyed = LocalServer([sys.executable, "-c", KEYED, str(port), "s3cret"], port=port, ready_timeout_s=2)
     with pytest.raises(ServerFailure, match="did not answer"):
         unkeyed.start()
+
+
+# Serves only once the file argv[2] exists: the test, not the clock, says when the server has loaded.
+GATED = r"""
+import http.server, os, sys, time
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.02)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": []}')
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def gated_server(gate: str) -> LocalServer:
+    port = free_port()
+    return LocalServer([sys.executable, "-c", GATED, str(port), gate], port=port, name="gated", ready_timeout_s=60)
+
+
+def answers(endpoint: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"{endpoint}/models", timeout=2.0, trust_env=False).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_launch_returns_at_once_and_start_waits_for_the_server_it_launched(tmp_path):
+    gate = tmp_path / "loaded"
+    server = gated_server(str(gate))
+    try:
+        server.launch()
+        pid = server.proc.pid
+        assert server.alive() and not answers(server.endpoint)  # launched, still loading
+        server.launch()  # idempotent: the same process
+        assert server.proc.pid == pid
+        gate.touch()
+        assert server.start() == server.endpoint and answers(server.endpoint)
+        assert server.proc.pid == pid and server.started_s is not None  # counted from the launch
+        assert server.start() == server.endpoint  # ready: returns at once
+    finally:
+        server.stop()
+    assert not server.alive()
+
+
+def test_a_stopped_server_is_launched_again_by_start(tmp_path):
+    gate = tmp_path / "loaded"
+    gate.touch()
+    server = gated_server(str(gate))
+    try:
+        server.start()
+        first = server.proc.pid
+        server.stop()
+        server.start()  # a restart: a new process that is waited for again
+        assert server.proc.pid != first and answers(server.endpoint)
+    finally:
+        server.stop()

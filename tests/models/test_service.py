@@ -57,3 +57,51 @@ def test_a_server_off_the_loopback_is_told_to_require_a_key():
     vllm = vllm_command("/py", "/m", port=9, name="q", ctx=64, host="10.1.2.3", api_key="k2")
     assert vllm[vllm.index("--host") + 1] == "10.1.2.3" and vllm[vllm.index("--api-key") + 1] == "k2"
     assert "--api-key" not in vllm_command("/py", "/m", port=9, name="q", ctx=64)  # the loopback: no key
+
+
+class GatedService(ModelService):
+    """A ModelService whose llama.cpp server is the toy that serves once its gate file exists."""
+
+    def __init__(self, config: ModelConfig, gate: str):
+        super().__init__(config)
+        self.gate = gate
+        self.hosts: list[str] = []
+
+    def local_server(self, config: ModelConfig, host: str, api_key: str | None):  # type: ignore[override]
+        from tests.models.test_server import gated_server
+
+        self.hosts.append(host)
+        return gated_server(self.gate)
+
+
+def test_a_server_for_a_local_ray_is_launched_before_ray_and_waited_for_by_start(tmp_path):
+    gate = tmp_path / "loaded"
+    service = GatedService(ModelConfig(launcher="llama-cpp"), str(gate))
+    try:
+        service.launch(ray_address=None)
+        (pid,) = service.pids()
+        assert service.hosts == [LOOPBACK]  # one node: the loopback, known before Ray is up
+        gate.touch()
+        config = service.start()
+        assert service.pids() == {pid} and service.hosts == [LOOPBACK]  # the launched one, not a second
+        assert config.endpoint and config.endpoint.startswith("http://127.0.0.1:") and service.started_s is not None
+    finally:
+        service.stop()
+    assert service.pids() == set()
+
+
+def test_nothing_is_launched_where_the_server_needs_the_cluster_first(tmp_path):
+    on_cluster = GatedService(ModelConfig(launcher="llama-cpp"), str(tmp_path / "g"))
+    on_cluster.launch(ray_address="10.0.0.1:6379")  # listens where the cluster's nodes reach it: known after Ray
+    given = GatedService(ModelConfig(endpoint="http://gpu-host:8000/v1"), str(tmp_path / "g"))
+    given.launch(ray_address=None)
+    actors = GatedService(ModelConfig(launcher="vllm-actors"), str(tmp_path / "g"))
+    actors.launch(ray_address=None)
+    assert on_cluster.pids() == given.pids() == actors.pids() == set()
+    assert on_cluster.hosts == given.hosts == actors.hosts == []
+    pinned = GatedService(ModelConfig(launcher="llama-cpp", serve_host="127.0.0.1"), str(tmp_path / "g"))
+    try:
+        pinned.launch(ray_address="10.0.0.1:6379")  # model.serve_host says where: launched early on a cluster too
+        assert len(pinned.pids()) == 1 and pinned.hosts == ["127.0.0.1"]
+    finally:
+        pinned.stop()

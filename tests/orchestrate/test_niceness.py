@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentbon.config import RunConfig
-from agentbon.orchestrate.cluster import descendants, lower_priority, shares_cpu_with_server
+from agentbon.orchestrate.cluster import descendants, lower_priority, shares_cpu_with_server, started_since
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 
@@ -83,9 +83,19 @@ def test_only_processes_started_since_a_snapshot_are_reniced(family: tuple[int, 
     # What _init does around ray.init: the driver's children from before (here: ``other``) keep their priority.
     ray_like, other = family
     before = descendants(os.getpid()) - {ray_like, _grandchild(ray_like)}
-    lower_priority(sorted(descendants(os.getpid()) - before), 9)
+    lower_priority(sorted(started_since(before)), 9)
     assert set(_thread_nices(ray_like)) == set(_thread_nices(_grandchild(ray_like))) == {9}
     assert set(_thread_nices(other)) == {os.nice(0)}
+
+
+def test_a_server_launched_before_ray_is_spared_with_what_it_starts_meanwhile(family: tuple[int, int]) -> None:
+    # The model server is launched before the snapshot and loads beside ray.init: its own new children (vLLM's
+    # engine processes; here the grandchild) are new since the snapshot, yet not Ray's.
+    server, other = family
+    before = descendants(os.getpid()) - {_grandchild(server)}
+    assert started_since(before) == {_grandchild(server)}
+    assert started_since(before, spare=[server]) == set()
+    assert started_since(before - {other}, spare=[server]) == {other}
 
 
 @pytest.mark.parametrize(
