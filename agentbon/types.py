@@ -389,6 +389,11 @@ class Verdict(Record):
     flaky: dict[str, str] = Field(default_factory=dict)
     """The tests known to be flaky (``TestSet.flaky``) and how this verdict treated each: excluded from the grade,
     or how many of its runs passed (verify/flaky.py)."""
+    parses: bool | None = None
+    """Whether the Python files the patch adds or changes compile (verify/parsecheck.py): a cheap signal the
+    report's frontier replays as a filter, never part of the status. None: not checked or nothing to check."""
+    parse_errors: list[str] = Field(default_factory=list)
+    """``path:line: message`` of the files that do not compile."""
     reason: str = ""
     """One line saying why (``FAIL_TO_PASS tests::test_x failed``, ``patch does not apply``...)."""
     duration_s: float = 0.0

@@ -97,6 +97,10 @@ class RunData:
     """Cells whose evidence verdict passed (the baseline a critic has to beat, report/calibration.py)."""
     evidence_s: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     """Seconds each cell's evidence verification took (0 where it shared an identical patch's verdict)."""
+    unparsed: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
+    """Cells whose verification found a Python file of the patch that does not compile (``Verdict.parses``)."""
+    parse_checked: bool = False
+    """Whether any verdict of the run recorded the parse stage (runs before it have none)."""
     early_stop: dict[str, EarlyStopped] = field(default_factory=dict)
     """Task id → what early stop did to it (tasks it never stopped are absent)."""
     infra_events: list[dict] = field(default_factory=list)
@@ -148,7 +152,8 @@ def load_run(store: RunStore) -> RunData:
     present, valid = np.zeros(shape, bool), np.zeros(shape, bool)
     correct, cells = np.zeros(shape), np.full(shape, MISSING, dtype=np.int8)
     candidate, oracle_candidate = np.zeros(shape, bool), np.zeros(shape, bool)
-    evidence_pass, evidence_s = np.zeros(shape, bool), np.zeros(shape)
+    evidence_pass, evidence_s, unparsed = np.zeros(shape, bool), np.zeros(shape), np.zeros(shape, bool)
+    parse_checked = False
     select = config.get("select") or {}
     allowed = list(select.get("allow_flags") or [])
     for rid, r in rollouts.items():
@@ -165,6 +170,9 @@ def load_run(store: RunStore) -> RunData:
         seen = Candidate(rollout=r, evidence=evidence.get(rid))
         evidence_pass[i, j] = seen.evidence is not None and seen.evidence.status == "pass"
         evidence_s[i, j] = seen.evidence.duration_s if seen.evidence is not None else 0.0
+        parses = next((v.parses for v in (seen.evidence, verdict) if v is not None and v.parses is not None), None)
+        unparsed[i, j] = parses is False
+        parse_checked = parse_checked or parses is not None
         oracle_candidate[i, j] = invalid_reason(seen) is None
         candidate[i, j] = oracle_candidate[i, j] and not blocking_flags(seen, allowed)
     if select.get("flagged_fallback") == "flagged":  # a task whose candidates are all flagged: they are chosen from
@@ -196,6 +204,8 @@ def load_run(store: RunStore) -> RunData:
         oracle_candidate=oracle_candidate,
         evidence_pass=evidence_pass,
         evidence_s=evidence_s,
+        unparsed=unparsed,
+        parse_checked=parse_checked,
         early_stop={t: s for t, s in stopped.items() if t in row},
         infra_events=store.events_of("infra"),
         path=store.path,

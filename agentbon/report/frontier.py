@@ -8,7 +8,10 @@ test run: a candidate whose patch is empty or does not apply, or that a blocking
 
 - ``tests on all, then critic`` (the run's ``tests-then-critic``): every candidate tested;
 - ``critic, tests on top m`` for m = 1, 2, 4, ... below the task's candidates;
-- ``critic alone``: no test run at all.
+- ``critic alone``: no test run at all;
+- where the run's verdicts recorded the parse stage (``Verdict.parses``), each of these again after it: a task's
+  candidates whose Python files do not all compile are dropped before the critic ranks (where that would drop
+  them all, none is). The check shares the apply's engine call, so it is counted as free.
 
 Selected accuracy is the share of the run's tasks whose chosen candidate passed the grade (no candidate: not
 solved). Verification cost is the evidence tests' container-seconds as recorded (a candidate whose verdict was
@@ -40,35 +43,12 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
     cells = data.valid & data.candidate
     if critic is None or not cells.any():
         return None
-    critic = np.where(cells & np.isfinite(critic), critic, -np.inf)
-    tasks = len(data.task_ids)
-    rows = np.arange(tasks)[:, None]
-    # Each task's candidates in the critic's order (ties by index; non-candidates last): the policies are prefixes.
-    order = np.argsort(-critic, axis=1, kind="stable")
-    ranked = cells[rows, order]
-    passing = ranked & data.evidence_pass[rows, order]
-    spent = np.cumsum(np.where(ranked, data.evidence_s[rows, order], 0.0), axis=1)
-    right = (data.correct > 0)[rows, order]
-    counts = ranked.sum(axis=1)
-    first_pass = np.where(passing.any(axis=1), np.argmax(passing, axis=1), order.shape[1])
-    most = int(counts.max())
-    policies: list[tuple[str, int]] = [("tests on all, then critic", most)]
-    m = 1
-    while m < most:
-        policies.append((f"critic, tests on top {m}", m))
-        m *= 2
-    policies.append(("critic alone", 0))
-    out: list[dict[str, Any]] = []
-    for name, top in policies:
-        # The best tested candidate by evidence, then critic: the first evidence pass within the top m, else the
-        # critic's first (a task without candidates: none).
-        chosen = np.where(first_pass < top, first_pass, 0)
-        solved = (counts > 0) & right[np.arange(tasks), chosen]
-        cost = float(spent[:, top - 1].sum()) if top else 0.0
-        out.append({
-            "policy": name, "tested": int(np.minimum(counts, top).sum()), "container_s": round(cost, 3),
-            "accuracy": round(float(solved.sum()) / tasks, 6) if tasks else 0.0, "throughput": cost,
-        })  # fmt: skip
+    out = _policies(data, critic, cells, "")
+    if data.parse_checked:  # the parse stage first: the candidates whose Python files all compile
+        kept = cells & ~data.unparsed
+        # A filter narrows a task's candidates, never empties them: where none compiles, all go on.
+        kept[~kept.any(axis=1)] = cells[~kept.any(axis=1)]
+        out += _policies(data, critic, kept, "parses, then ")
     full_cost = out[0]["throughput"]
     for row in out:
         row["throughput"] = round(full_cost / row["throughput"], 3) if row["throughput"] > 0 else None
@@ -83,4 +63,40 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
         "critic": critic_name,
         "critic_tokens": "unknown" if critic_name == "llm-judge" else 0,
         "anchor": ANCHOR,
+        "parse_stage": data.parse_checked,
     }
+
+
+def _policies(data: RunData, critic: np.ndarray, cells: np.ndarray, prefix: str) -> list[dict[str, Any]]:
+    """Every policy over the candidates in ``cells``: all tested, the critic's top m tested, the critic alone
+    (``throughput`` holds the cost until the caller turns it into a ratio)."""
+    critic = np.where(cells & np.isfinite(critic), critic, -np.inf)
+    tasks = len(data.task_ids)
+    rows = np.arange(tasks)[:, None]
+    # Each task's candidates in the critic's order (ties by index; non-candidates last): the policies are prefixes.
+    order = np.argsort(-critic, axis=1, kind="stable")
+    ranked = cells[rows, order]
+    passing = ranked & data.evidence_pass[rows, order]
+    spent = np.cumsum(np.where(ranked, data.evidence_s[rows, order], 0.0), axis=1)
+    right = (data.correct > 0)[rows, order]
+    counts = ranked.sum(axis=1)
+    first_pass = np.where(passing.any(axis=1), np.argmax(passing, axis=1), order.shape[1])
+    most = int(counts.max())
+    policies: list[tuple[str, int]] = [(f"{prefix}tests on all, then critic", most)]
+    m = 1
+    while m < most:
+        policies.append((f"{prefix}critic, tests on top {m}", m))
+        m *= 2
+    policies.append((f"{prefix}critic alone", 0))
+    out: list[dict[str, Any]] = []
+    for name, top in policies:
+        # The best tested candidate by evidence, then critic: the first evidence pass within the top m, else the
+        # critic's first (a task without candidates: none).
+        chosen = np.where(first_pass < top, first_pass, 0)
+        solved = (counts > 0) & right[np.arange(tasks), chosen]
+        cost = float(spent[:, top - 1].sum()) if top else 0.0
+        out.append({
+            "policy": name, "tested": int(np.minimum(counts, top).sum()), "container_s": round(cost, 3),
+            "accuracy": round(float(solved.sum()) / tasks, 6) if tasks else 0.0, "throughput": cost,
+        })  # fmt: skip
+    return out

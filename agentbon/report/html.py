@@ -123,7 +123,13 @@ def _frontier(s: dict) -> tuple[str, str] | None:
     xs = [math.log2(p["container_s"]) for p in costed]
     series = [Series(p["policy"], [x], [100 * p["accuracy"]], PALETTE[i % len(PALETTE)]) for i, (p, x) in
               enumerate(zip(costed, xs, strict=True))]  # fmt: skip
-    series.insert(0, Series("frontier", xs, [100 * p["accuracy"] for p in costed], ORACLE_COLOR, dashed=True))
+    # The dashed line is the frontier itself: each policy more accurate than every cheaper one.
+    best, edge = -1.0, []
+    for p, x in zip(costed, xs, strict=True):
+        if p["accuracy"] > best:
+            best = p["accuracy"]
+            edge.append((x, 100 * p["accuracy"]))
+    series.insert(0, Series("frontier", [x for x, _ in edge], [y for _, y in edge], ORACLE_COLOR, dashed=True))
     ticks = [(x, num(p["container_s"])) for p, x in zip(costed, xs, strict=True)]
     caption = ("Staged verification replayed: selected accuracy against the evidence tests' container-seconds "
                "(log2 axis); to the left, the critic chose which candidates to test.")  # fmt: skip

@@ -266,6 +266,8 @@ class Frontier(Part):
     critic: str
     critic_tokens: int | str
     anchor: dict[str, Any]
+    parse_stage: bool = False
+    """Whether the run recorded the parse stage, and so the ``parses, then ...`` policies are shown."""
 
 
 class TaskRow(Part):

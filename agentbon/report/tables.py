@@ -431,6 +431,9 @@ def frontier(s: dict) -> Table | None:
         "identical patch cost nothing.",
         f"Anchor: {a['throughput']}x the throughput for {a['accuracy_drop_pct']} % less accuracy ({a['what']}).",
     ]
+    if f.get("parse_stage"):
+        notes.insert(1, "\"parses, then\": a task's candidates whose changed Python files do not all compile are dropped "
+                     "before the critic ranks (all kept where none compiles); the check shares the apply's engine call.")
     headers = ["policy", "tested", "container-s", "selected (%)", "points lost", "throughput"]
     return Table("frontier", "Staged verification: accuracy against verification cost", headers, rows, notes)
 

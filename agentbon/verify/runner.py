@@ -6,7 +6,8 @@ Steps, each in a sandbox opened fresh from the task image for this one verificat
    fallbacks, ``harness.apply_script``): a patch that does not apply is a clear ``fail`` with
    ``patch_applied=False``;
 2. list what it changed (``git diff --cached --name-status``) and undo every protected change
-   (``guard``), recording the paths in ``Verdict.tampered``;
+   (``guard``), recording the paths in ``Verdict.tampered``; in the same engine call, compile the Python files it
+   added or changed (``parsecheck``: a signal on the verdict, ``Verdict.parses``, that never decides it);
 3. apply the role's test patch (hidden tests for the grade);
 4. copy the runner scripts from ``verifiers/`` into a fresh directory outside the repository and run
    them; they write JUnit XML at an unpredictable path and a ``result.json`` with the exit code;
@@ -44,7 +45,7 @@ from agentbon.diffs import files_touched
 from agentbon.errors import InfraError, SandboxDiskLimit
 from agentbon.protocols import Sandbox, SandboxBackend
 from agentbon.types import Flag, Role, Rollout, Task, TestSet, Verdict, patch_hash
-from agentbon.verify import canary, evalscript, flaky, guard, harness, second
+from agentbon.verify import canary, evalscript, flaky, guard, harness, parsecheck, second
 from agentbon.verify.cache import VerdictCache
 from agentbon.verify.grading import crosscheck, grade, graded_ids
 from agentbon.verify.junit import JUnitError, outcomes_for, parse_junit
@@ -174,6 +175,8 @@ class TestVerifier:
         if state.get("applied_with"):  # the strict apply failed; the harness's fallback took it
             reason = f"{reason} (the patch applied only with {state['applied_with']}, as the harness applies it)"
         update = {"status": status, "reason": reason, "tampered": state["tampered"], **fields}
+        if state.get("parses") is not None:
+            update.update(parses=state["parses"], parse_errors=state["parse_errors"])
         # The static scan's flags, whatever became of the run (docs/security.md, "Static scan").
         scanned = scan_patch(patch, self.config.max_file_bytes, guard.task_files(task)) if patch.strip() else []
         update["flags"] = [*scanned, *update.get("flags", [])]
@@ -284,7 +287,7 @@ class TestVerifier:
         applied = self._sh(
             sandbox,
             f"{{\n{apply}\n}} && git diff --cached --name-status --no-renames -z HEAD > {vdir}/changed && "
-            f"git ls-tree --name-only -z HEAD > {vdir}/top",
+            f"git ls-tree --name-only -z HEAD > {vdir}/top && {{\n{parsecheck.script(f'{vdir}/changed')}\n}}",
         )
         if applied.exit_code == 97:
             first = next((ln for ln in applied.output.splitlines() if ln.strip()), "")
@@ -312,6 +315,8 @@ class TestVerifier:
                     flagged.append((status, path))
             elif guard.why_protected(path, protected):
                 flagged.append((status, path))
+        parsed = parsecheck.read(applied.output, ignore=frozenset(p for _, p in flagged))
+        state["parses"], state["parse_errors"] = parsed.parses, parsed.errors
         if flagged:
             state["tampered"] = [p for _, p in flagged]
             undone = self._sh(sandbox, guard.restore_script(flagged))

@@ -145,3 +145,11 @@ def flip_evidence(store: RunStore, rollout_ids: list[str]) -> None:
         for rid in rollout_ids:
             v = store.verdicts("evidence")[rid]
             store.save_verdict(v.model_copy(update={"status": "fail" if v.status == "pass" else "pass"}))
+
+
+def set_parses(store: RunStore, parses: dict[str, bool]) -> None:
+    """Record the parse stage's finding on these rollouts' evidence verdicts (the latest verdict wins)."""
+    with mock.patch("agentbon.store.os.fsync"):
+        for rid, ok in parses.items():
+            v = store.verdicts("evidence")[rid]
+            store.save_verdict(v.model_copy(update={"parses": ok, "parse_errors": [] if ok else [f"{rid}.py:1: x"]}))

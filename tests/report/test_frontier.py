@@ -4,7 +4,7 @@ accuracy against the container-seconds those tests cost, per policy, in the summ
 from __future__ import annotations
 
 from pytest import approx
-from synth import flip_evidence, make_run
+from synth import flip_evidence, make_run, set_parses
 from test_calibration_report import CRITIC, GRID
 
 from agentbon.report import build_summary, render_html, render_markdown
@@ -44,3 +44,19 @@ def test_the_report_shows_the_frontier_and_needs_recorded_critic_scores(tmp_path
     assert "## Staged verification: accuracy against verification cost" in md and "11.6x" in md
     assert "Accuracy against verification cost" in html
     assert build_summary(make_run(tmp_path / "other", GRID, {"tests": CRITIC}))["frontier"] is None
+
+
+def test_the_parse_stage_drops_what_does_not_compile_before_the_critic_ranks(tmp_path):
+    store = make_run(tmp_path, GRID, {"critic": CRITIC})
+    # e's critic favourite (e/3, failing) does not compile; neither does any of c's, which keeps them all.
+    set_parses(store, {"e/3": False, "e/2": True, **{f"c/{j}": False for j in range(4)}})
+    s = build_summary(store)
+    f = s["frontier"]
+    by = {p["policy"]: p for p in f["policies"]}
+    assert f["parse_stage"] and by["critic, tests on top 1"]["accuracy"] == approx(4 / 6)  # unfiltered: as before
+    staged = by["parses, then critic, tests on top 1"]
+    assert staged["accuracy"] == approx(5 / 6) and staged["tested"] == 6  # e/2 is e's top once e/3 is gone
+    assert by["parses, then critic alone"]["accuracy"] == approx(5 / 6)
+    assert by["parses, then tests on all, then critic"]["tested"] == 23  # only e/3 left out: c keeps all four
+    assert "tests on all, then critic" == f["policies"][0]["policy"]  # the baseline of every ratio
+    assert '"parses, then"' in render_markdown(s)

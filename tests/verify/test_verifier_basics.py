@@ -14,8 +14,9 @@ def test_gold_resolves_and_empty_does_not(calc, backend):
     # pytest exits 1: the verifier's must-fail canary ran in the same session (docs/security.md, "Canaries").
     assert gold.runner_exit_code == 1 and gold.patch_applied and gold.tampered == [] and gold.flags == []
     assert gold.reason == "all 2 tests passed; the second check agrees on 1 FAIL_TO_PASS"
+    assert gold.parses is True and gold.parse_errors == []  # the image's python3 compiled calc/ops.py
     empty = verifier.verify(calc.task, calc.rollout(""), "grade")
-    assert empty.status == "fail"
+    assert empty.status == "fail" and empty.parses is None
     assert empty.tests["tests/test_hidden.py::test_add"] == "failed"
     assert "FAIL_TO_PASS tests/test_hidden.py::test_add failed" in empty.reason
 
@@ -103,3 +104,16 @@ def test_sandbox_stopped_at_its_disk_limit_fails_the_candidate(calc, fake_backen
 
     verdict = TestVerifier(Full()).verify(calc.task, calc.rollout(calc.task.gold_patch), "grade")
     assert verdict.status == "fail" and "disk limit" in verdict.reason
+
+
+def test_a_file_that_does_not_compile_is_recorded_and_the_tests_still_decide(calc, fake_backend):
+    verifier = TestVerifier(fake_backend, VerifyConfig(timeout_s=60))
+    broken = calc.patch({"calc/ops.py": "def add(a, b):\n    return a +\n"})
+    verdict = verifier.verify(calc.task, calc.rollout(broken), "grade")
+    assert verdict.status == "fail" and verdict.parses is False
+    assert [e.split(" ")[0] for e in verdict.parse_errors] == ["calc/ops.py:2:"]  # path:line: the message
+    # The gold fix plus a broken module nothing imports: the tests pass it, the parse stage only records it.
+    stray = calc.patch({"calc/scratch.py": "print(\n"})
+    both = verifier.verify(calc.task, calc.rollout(calc.task.gold_patch + stray), "grade")
+    assert both.status == "pass", both.reason
+    assert both.parses is False and [e.split(":")[0] for e in both.parse_errors] == ["calc/scratch.py"]
