@@ -11,13 +11,15 @@ def auroc(labels: np.ndarray, scores: np.ndarray) -> float | None:
     """Area under the ROC curve (Mann-Whitney, ties counted half); None when only one class is present."""
     y = np.asarray(labels, dtype=bool)
     s = np.asarray(scores, dtype=np.float64)
-    pos, neg = int(y.sum()), int((~y).sum())
-    if pos == 0 or neg == 0:
+    positive, negative = np.sort(s[y]), np.sort(s[~y])
+    if len(positive) == 0 or len(negative) == 0:
         return None
-    _, inverse, counts = np.unique(s, return_inverse=True, return_counts=True)
-    upper = np.cumsum(counts)  # ranks 1..n over sorted scores; a tie group shares its mean rank
-    ranks = (upper - (counts - 1) / 2.0)[inverse]
-    return float((ranks[y].sum() - pos * (pos + 1) / 2.0) / (pos * neg))
+    # Per passing score, the failing scores below it and those equal to it (sorted needles: one merge-like pass;
+    # three times faster than ranking every score with np.unique at 2.5 million scores, report_bench.py).
+    below = np.searchsorted(negative, positive, "left")
+    upto = np.searchsorted(negative, positive, "right")
+    wins = float(below.sum()) + 0.5 * float((upto - below).sum())
+    return wins / (len(positive) * len(negative))
 
 
 def ece(labels: np.ndarray, probs: np.ndarray, bins: int = 10) -> float:
