@@ -20,15 +20,22 @@ from dataclasses import dataclass, field
 MARK = "agentbon-parse:"
 """Starts the one line of output the check prints: ``agentbon-parse:<files checked>:<json list of errors>``."""
 MAX_ERRORS = 5
+MAX_FILE_BYTES = 1_000_000
+"""Larger files are not compiled: a candidate must not be able to stretch the apply step it shares."""
+TIME_LIMIT_S = 20
+"""The whole check is stopped after this long (``timeout``, where the image has it): what it found by then is lost
+and the verdict reads undecided, never an infra error that the candidate could cause."""
 
 _CHECK = f"""
-import json, sys
+import json, os, sys
 parts = open(sys.argv[1], "rb").read().split(b"\\0")
 paths = [parts[i + 1] for i in range(0, len(parts) - 1, 2) if parts[i][:1] in (b"A", b"M") and parts[i + 1].endswith(b".py")]
 bad = []
 for path in paths:
     name = path.decode("utf-8", "replace")
     try:
+        if os.path.getsize(path) > {MAX_FILE_BYTES}:
+            continue
         with open(path, "rb") as f:
             compile(f.read(), name, "exec", dont_inherit=True)
     except SyntaxError as e:
@@ -42,10 +49,12 @@ print("{MARK}%d:%s" % (len(paths), json.dumps(bad[:{MAX_ERRORS}])))
 def script(changed: str) -> str:
     """A shell step that checks the files listed in ``changed`` (``git diff --name-status -z`` output) and always
     succeeds: whatever happens to the check, the verification goes on."""
+    limit = f"timeout -k 1 {TIME_LIMIT_S}"
     return (
         "if command -v python3 >/dev/null 2>&1; then\n"
-        f"python3 - {shlex.quote(changed)} <<'AGENTBON_PARSE_CHECK' || true\n{_CHECK.strip()}\nAGENTBON_PARSE_CHECK\n"
-        "fi"
+        f"limit=; command -v timeout >/dev/null 2>&1 && limit='{limit}'\n"
+        f"$limit python3 - {shlex.quote(changed)} <<'AGENTBON_PARSE_CHECK' || true\n{_CHECK.strip()}\n"
+        "AGENTBON_PARSE_CHECK\nfi"
     )
 
 

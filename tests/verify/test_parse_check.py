@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -52,3 +53,16 @@ def test_undecided_where_nothing_was_checked_or_the_output_says_nothing(tmp_path
     assert read("") == read(f"{MARK}x:[]") == read(f"{MARK}1:not json") == read(f"{MARK}1:{{}}") == Parsed()
     # The check's line is the last of the apply step's output, after whatever the apply printed.
     assert read(f"Checking patch a.py...\n{MARK}1:[]").parses is True
+
+
+def test_a_huge_file_is_not_compiled_and_cannot_stretch_the_apply_step(tmp_path):
+    big = "x = 1\n" * (parsecheck.MAX_FILE_BYTES // 6 + 1) + "def f(:\n"  # over the limit, and broken at the end
+    out = run_step(tmp_path, {"huge.py": big, "ok.py": "y = 2\n"}, [("A", "huge.py"), ("A", "ok.py")])
+    assert read(out) == Parsed(parses=True)  # listed, left unread: only ok.py was compiled
+
+
+def test_a_check_stopped_at_its_time_limit_reads_undecided(tmp_path, monkeypatch):
+    monkeypatch.setattr(parsecheck, "TIME_LIMIT_S", 1)
+    os.mkfifo(tmp_path / "stuck.py")  # opening it blocks until a writer comes: none will
+    out = run_step(tmp_path, {"a.py": "("}, [("A", "a.py"), ("A", "stuck.py")])
+    assert read(out) == Parsed()
