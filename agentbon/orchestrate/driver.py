@@ -16,6 +16,7 @@ runs again on resume). A second Ctrl-C raises ``KeyboardInterrupt`` at once.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import threading
 import time
@@ -80,6 +81,7 @@ class Driver:
         }
         self.allocator = config.allocator()
         """The batch budget's (None without ``run.budget``): more rollouts for the tasks likeliest to gain."""
+        self._budget_cache: dict[str, tuple[int, TaskState]] = {}
         self._config_ref, self._factories_ref = ray.put(config), ray.put(factories)
         self._task_refs: dict[str, Any] = {}
         if shipping.shipping(config):  # worker nodes need not see this disk: carry what they read from it
@@ -106,6 +108,7 @@ class Driver:
         for rollout in plan.finished.values():
             book = state.books[rollout.task_id]
             book.finished[rollout.rollout_id] = rollout
+            book.revision += 1
             state.sandbox_s.append(rollout.timings.sandbox_s)
             for role in ROLES:
                 if rollout.rollout_id in state.verdicts[role]:
@@ -238,8 +241,7 @@ class Driver:
         free = self.cluster.slots - waiting
         if free <= 0:
             return
-        evidence = self.state.verdicts["evidence"]
-        states = {t: budget_state(book, evidence) for t, book in books.items() if not book.stopped}
+        states = budget_states(books, self.state.verdicts["evidence"], self._budget_cache)
         for decision in self.allocator.next(states, free):
             book = books[decision.task_id]
             running = {u.spec.index for u in self.state.inflight.values() if u.spec and u.task_id == decision.task_id}
@@ -263,6 +265,28 @@ class Driver:
                 self.selection.select_task(book, self.state.verdicts, self.state.record)
 
 
+def budget_states(
+    books: dict[str, TaskBook], evidence: dict[str, Any], cache: dict[str, tuple[int, TaskState]]
+) -> dict[str, TaskState]:
+    """``budget_state`` of every task not stopped, recomputed only for the tasks whose ``revision`` moved since
+    ``cache`` saw them (a driver tick with a free slot would otherwise walk every rollout of the batch); what is
+    given out but not finished is read afresh."""
+    out: dict[str, TaskState] = {}
+    for task_id, book in books.items():
+        if book.stopped:
+            continue
+        seen = cache.get(task_id)
+        if seen is None or seen[0] != book.revision:
+            seen = cache[task_id] = (book.revision, budget_state(book, evidence))
+        out[task_id] = dataclasses.replace(seen[1], allotted=allotted(book))
+    return out
+
+
+def allotted(book: TaskBook) -> int:
+    """Rollout indices the task has been given: finished, queued, waiting for a retry or running."""
+    return len(book.finished) + len(book.queued) + len(book.delayed) + book.running
+
+
 def budget_state(book: TaskBook, evidence: dict[str, Any]) -> TaskState:
     """What the allocator needs to know of a task: its rollouts given out, finished and verified, its verified
     passes, how close its candidates came (share of evidence tests passed) and the tokens it used."""
@@ -270,7 +294,7 @@ def budget_state(book: TaskBook, evidence: dict[str, Any]) -> TaskState:
     shares = [sum(o == "passed" for o in v.tests.values()) / len(v.tests) for v in verdicts if v.tests]
     return TaskState(
         task_id=book.task.task_id,
-        allotted=len(book.finished) + len(book.queued) + len(book.delayed) + book.running,
+        allotted=allotted(book),
         verified=len(verdicts),
         passes=sum(v.status == "pass" for v in verdicts),
         progress=max(shares, default=0.0),

@@ -125,6 +125,7 @@ class RolloutStage:
         self.state.record.rollout(rollout, messages)
         book.finished[rollout.rollout_id] = rollout
         book.changed = True
+        book.revision += 1
         if rollout.status != "infra_error":
             self.state.sandbox_s.append(rollout.timings.sandbox_s)
             self.enqueue_verify(rollout)

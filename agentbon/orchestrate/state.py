@@ -59,6 +59,9 @@ class TaskBook:
     verifying: int = 0
     """Verifications queued or in flight."""
     finished: dict[str, Rollout] = field(default_factory=dict)
+    revision: int = 0
+    """Bumped whenever a rollout of the task is finished or one of its verdicts is recorded (what the batch
+    budget's per-task state is computed from: the driver recomputes a task's only when this moved)."""
     changed: bool = False
     """Something new was recorded: the task is selected again once it has nothing open."""
     stopped: bool = False

@@ -104,6 +104,7 @@ class VerifyStage:
             state.verdicts[verdict.role][verdict.rollout_id] = verdict
             state.cache.learn(rollout, verdict)
             book.changed = True
+            book.revision += 1
             if should_stop(book, verdict, state.config):
                 event = stop_task(book, state.inflight, state.sandbox_s)
                 state.record(event)

@@ -11,8 +11,12 @@ from orch_support import config, fakes, make_tasks
 from agentbon.errors import ConfigError
 from agentbon.orchestrate import run_batch
 from agentbon.orchestrate.budget import Allocator, TaskState, replay
+from agentbon.orchestrate.driver import budget_states
+from agentbon.orchestrate.plan import make_spec
+from agentbon.orchestrate.state import TaskBook
 from agentbon.report import build_summary
 from agentbon.store import RunStore
+from agentbon.types import Rollout, Verdict
 
 
 def state(task_id: str, allotted: int, verified: int, passes: int = 0, finished: int | None = None, **kw) -> TaskState:
@@ -74,6 +78,27 @@ def test_replay_spends_the_rest_on_tasks_without_a_pass():
 
 @pytest.mark.ray
 @pytest.mark.usefixtures("ray_session")
+def test_task_states_are_recomputed_only_for_tasks_whose_revision_moved(tmp_path: Path) -> None:
+    books = {t.task_id: TaskBook(t) for t in make_tasks(tmp_path, ["a", "b"])}
+    a, b = "a", "b"
+    done = Rollout(run_id="r", task_id=a, index=0, status="submitted", patch="x")
+    books[a].finished[done.rollout_id] = done
+    books[a].revision += 1
+    evidence: dict[str, Verdict] = {}
+    cache: dict = {}
+    first = budget_states(books, evidence, cache)
+    assert (first[a].finished, first[a].verified, first[b].finished) == (1, 0, 0)
+    evidence[done.rollout_id] = Verdict(run_id="r", task_id=a, rollout_id=done.rollout_id, role="evidence",
+                                        status="pass")  # fmt: skip
+    assert budget_states(books, evidence, cache)[a].passes == 0  # no revision: the cached state stands
+    books[a].revision += 1  # as VerifyStage.record does with the verdict
+    books[a].queued.append(make_spec(config(tmp_path), "r", a, 1))  # given out: read afresh, no revision needed
+    again = budget_states(books, evidence, cache)
+    assert (again[a].verified, again[a].passes, again[a].allotted) == (1, 1, 2)
+    books[b].stopped = True
+    assert list(budget_states(books, evidence, cache)) == [a]
+
+
 def test_a_run_under_a_budget_spends_it_on_the_unsolved_and_reports_it(tmp_path: Path) -> None:
     tasks = make_tasks(tmp_path, ["a", "b", "c"])
     f = fakes(tmp_path, {"a/0": "FIX", "b/5": "FIX"}, default="nope")
