@@ -64,6 +64,8 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
         "critic_tokens": "unknown" if critic_name == "llm-judge" else 0,
         "anchor": ANCHOR,
         "parse_stage": data.parse_checked,
+        "unparsed": int((cells & data.unparsed).sum()),
+        "candidates": int(cells.sum()),
     }
 
 

@@ -268,6 +268,10 @@ class Frontier(Part):
     anchor: dict[str, Any]
     parse_stage: bool = False
     """Whether the run recorded the parse stage, and so the ``parses, then ...`` policies are shown."""
+    unparsed: int = 0
+    """Graded candidates with a Python file that does not compile."""
+    candidates: int = 0
+    """Graded candidates the policies choose among."""
 
 
 class TaskRow(Part):

@@ -432,8 +432,9 @@ def frontier(s: dict) -> Table | None:
         f"Anchor: {a['throughput']}x the throughput for {a['accuracy_drop_pct']} % less accuracy ({a['what']}).",
     ]
     if f.get("parse_stage"):
-        notes.insert(1, "\"parses, then\": a task's candidates whose changed Python files do not all compile are dropped "
-                     "before the critic ranks (all kept where none compiles); the check shares the apply's engine call.")
+        notes.insert(1, f"\"parses, then\": a task's candidates whose changed Python files do not all compile "
+                     f"({f.get('unparsed', 0)} of {f.get('candidates', 0)} here) are dropped before the critic ranks "
+                     "(all kept where none compiles); the check shares the apply's engine call.")
     headers = ["policy", "tested", "container-s", "selected (%)", "points lost", "throughput"]
     return Table("frontier", "Staged verification: accuracy against verification cost", headers, rows, notes)
 

@@ -59,4 +59,7 @@ def test_the_parse_stage_drops_what_does_not_compile_before_the_critic_ranks(tmp
     assert by["parses, then critic alone"]["accuracy"] == approx(5 / 6)
     assert by["parses, then tests on all, then critic"]["tested"] == 23  # only e/3 left out: c keeps all four
     assert "tests on all, then critic" == f["policies"][0]["policy"]  # the baseline of every ratio
-    assert '"parses, then"' in render_markdown(s)
+    assert f["unparsed"] == 5 and f["candidates"] == 24
+    assert '"parses, then": a task\'s candidates whose changed Python files do not all compile (5 of 24 here)' in (
+        render_markdown(s)
+    )
