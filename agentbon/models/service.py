@@ -44,7 +44,7 @@ class ModelService:
     def launch(self, *, ray_address: str | None = None) -> None:
         """Start the process of a server this run owns now, before Ray, and return at once: its load (seconds
         for llama.cpp, most of a minute for vLLM) then overlaps Ray's start, and ``start`` waits for it. Only
-        where where it listens does not depend on the cluster: a local Ray (one node: the loopback) or
+        where it listens does not depend on the cluster: a local Ray (one node: the loopback) or
         ``model.serve_host`` set; never for endpoints or engine actors, which need Ray or nothing."""
         from agentbon.models import resolve_model
 
@@ -69,7 +69,7 @@ class ModelService:
         """Make sure the model serves; return the model config with ``endpoint`` (or ``pool``) set.
 
         Several endpoints: ``pool`` names the router actor that workers route each task's calls through."""
-        t0 = self._t0 if self._server is not None and self._t0 is not None else time.monotonic()
+        t0 = self._t0 if self._t0 is not None else time.monotonic()  # launched early: counted from there
         from agentbon.models import resolve_model
 
         self.config = resolve_model(self.config)  # the stats name the launcher that ran

@@ -222,7 +222,7 @@ def run_batch(
             record(Warning(message=f"resumed with {len(changed)} redefined task(s): {', '.join(sorted(changed))}"))
         service = factories.server(config.model)
         # A server this run owns starts loading now where it can, so that Ray's start overlaps it
-        # (docs/sandboxes.md, "Time to the first rollout"); Ray's renice leaves its processes alone.
+        # (docs/sandboxes.md, "Start-up"); Ray's renice leaves its processes alone.
         service.launch(ray_address=config.ray_address)
         try:
             cluster = connect(config, spare=service.pids())

@@ -44,12 +44,11 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
     if critic is None or not cells.any():
         return None
     out = _policies(data, critic, cells, "")
-    # RunData made without the parse stage's array (arrays built in memory) has none: nothing found not compiling.
-    unparsed = data.unparsed if data.unparsed.shape == cells.shape else np.zeros_like(cells)
+    unparsed = cells & data.unparsed if data.parse_checked else np.zeros_like(cells)
     if data.parse_checked:  # the parse stage first: the candidates whose Python files all compile
         kept = cells & ~unparsed
-        # A filter narrows a task's candidates, never empties them: where none compiles, all go on.
-        kept[~kept.any(axis=1)] = cells[~kept.any(axis=1)]
+        emptied = ~kept.any(axis=1)  # a filter narrows a task's candidates, never empties them: all go on
+        kept[emptied] = cells[emptied]
         out += _policies(data, critic, kept, "parses, then ")
     full_cost = out[0]["throughput"]
     for row in out:
@@ -66,7 +65,7 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
         "critic_tokens": "unknown" if critic_name == "llm-judge" else 0,
         "anchor": ANCHOR,
         "parse_stage": data.parse_checked,
-        "unparsed": int((cells & unparsed).sum()),
+        "unparsed": int(unparsed.sum()),
         "candidates": int(cells.sum()),
     }
 

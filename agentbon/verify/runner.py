@@ -277,7 +277,9 @@ class TestVerifier:
                 # The guard restored every file the test patch names, so this is the task's fault.
                 raise _Fail(f"task error: test patch does not apply: {applied.output.strip()[-300:]}", "infra_error")
 
-    def _apply_candidate(self, sandbox: Sandbox, task: Task, patch: str, vdir: str, state: dict) -> None:
+    def _apply_candidate(
+        self, sandbox: Sandbox, task: Task, patch: str, vdir: str, state: dict, parse: bool = True
+    ) -> None:
         sandbox.write_file(f"{vdir}/candidate.diff", patch)
         apply = f"git apply --index --whitespace=nowarn {vdir}/candidate.diff || exit 97"
         if task.kind == "swebench":  # as the harness applies predictions: with its fallbacks (docs/swebench.md)
@@ -287,7 +289,8 @@ class TestVerifier:
         applied = self._sh(
             sandbox,
             f"{{\n{apply}\n}} && git diff --cached --name-status --no-renames -z HEAD > {vdir}/changed && "
-            f"git ls-tree --name-only -z HEAD > {vdir}/top && {{\n{parsecheck.script(f'{vdir}/changed')}\n}}",
+            f"git ls-tree --name-only -z HEAD > {vdir}/top"
+            + (f" && {{\n{parsecheck.script(f'{vdir}/changed')}\n}}" if parse else ""),
         )
         if applied.exit_code == 97:
             first = next((ln for ln in applied.output.splitlines() if ln.strip()), "")
@@ -466,7 +469,7 @@ class TestVerifier:
             with self.backend.open(task, {**self.labels, "role": "verify"}) as sandbox:
                 vdir = self._new_vdir(sandbox)
                 if patch.strip():
-                    self._apply_candidate(sandbox, task, patch, vdir, {"tampered": []})
+                    self._apply_candidate(sandbox, task, patch, vdir, {"tampered": []}, parse=False)  # checked once
                 if not harnessed:  # the eval script's setup part applies the harness's test patch
                     self._apply_tests(sandbox, tests, vdir)
                 answer = self._ask_second(

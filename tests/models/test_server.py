@@ -11,12 +11,15 @@ import pytest
 from agentbon.errors import ServerFailure
 from agentbon.models.server import LocalServer, free_port
 
-# A child that serves GET /v1/models after a short delay and spawns a grandchild that must die with it.
+# A child that spawns a grandchild that must die with it and serves GET /v1/models after a short delay, or, given a
+# file path as argv[2], once that file exists (the test, not the clock, says when the server has loaded).
 SERVE = r"""
-import http.server, subprocess, sys, time
+import http.server, os, subprocess, sys, time
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
 print("loading", flush=True)
 time.sleep(0.3)
+while len(sys.argv) > 2 and not os.path.exists(sys.argv[2]):
+    time.sleep(0.02)
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": []}')
@@ -104,22 +107,9 @@ def test_a_server_that_requires_a_key_is_asked_with_it():
         unkeyed.start()
 
 
-# Serves only once the file argv[2] exists: the test, not the clock, says when the server has loaded.
-GATED = r"""
-import http.server, os, sys, time
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.02)
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": []}')
-    def log_message(self, *a): pass
-http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-"""
-
-
 def gated_server(gate: str) -> LocalServer:
     port = free_port()
-    return LocalServer([sys.executable, "-c", GATED, str(port), gate], port=port, name="gated", ready_timeout_s=60)
+    return LocalServer([sys.executable, "-c", SERVE, str(port), gate], port=port, name="gated", ready_timeout_s=60)
 
 
 def answers(endpoint: str) -> bool:

@@ -64,18 +64,3 @@ def test_the_parse_stage_drops_what_does_not_compile_before_the_critic_ranks(tmp
         render_markdown(s)
     )
 
-
-def test_arrays_built_without_the_parse_stage_read_as_nothing_found(tmp_path):
-    # benchmarks/report_bench.py builds RunData in memory, without the parse stage's array.
-    import dataclasses
-
-    import numpy as np
-
-    from agentbon.report.data import load_run
-    from agentbon.report.frontier import frontier_section
-
-    store = make_run(tmp_path, GRID, {"critic": CRITIC})
-    bare = dataclasses.replace(load_run(store), unparsed=np.zeros((0, 0), bool), parse_checked=False)
-    f = frontier_section(bare)
-    assert f is not None and f["unparsed"] == 0 and not f["parse_stage"]
-    assert [p["policy"] for p in f["policies"]] == [p["policy"] for p in build_summary(store)["frontier"]["policies"]]
