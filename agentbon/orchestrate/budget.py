@@ -2,11 +2,15 @@
 
 Every task first gets ``first`` rollouts (``run.budget_first``, the part of its sample fixed in advance: the
 curves are computed from it alone, docs/estimators.md). What is left goes out one rollout at a time, as sandbox
-slots free up, to the task whose next rollout is most likely to give it its first verified pass:
+slots free up, to the task whose next rollout is expected to buy the most:
 
-- only tasks whose first allotment is finished and verified (the estimate rests on outcomes, not guesses), that
-  have no verified pass yet (an evidence pass; for a task whose evidence is its grade that is a solved task, which
-  early stop also ends) and are below ``n`` rollouts;
+- only tasks whose first allotment is finished and verified (the estimate rests on outcomes, not guesses) and
+  that are below ``n`` rollouts;
+- first the tasks with no verified pass yet (an evidence pass). A task whose evidence is its grade stops on a
+  verified pass (it is solved; early stop also ends it). A task whose evidence is not its grade (SWE-bench: the
+  hidden tests decide) is not solved by a pass of its evidence, which the demo's runs show failing the grade often
+  enough to matter: it goes to the back of the queue instead, and gets more rollouts only when every task without
+  a pass is at ``n`` (not merely waiting for its verdicts), fewest evidence passes first (each further candidate is one more the selector can choose);
 - the estimate is the posterior mean of the task's pass rate under a Beta prior fitted to the batch (its pooled
   rate of evidence passes so far, worth ``PRIOR_WEIGHT`` samples), discounted by the rollouts it already has in
   flight (each must fail for the next one to be its first pass); ties go to the task whose candidates came closest
@@ -46,6 +50,9 @@ class TaskState:
     """Finished rollouts (verified or not)."""
     limit: int | None = None
     """The most rollouts this task can get besides ``n`` (a replay: what was recorded)."""
+    evidence_is_grade: bool = True
+    """Whether a verified pass solves the task (and so ends its allotment); where it does not, a task with a pass
+    is given more only after every task without one."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,8 @@ class Allocator:
 
     @staticmethod
     def estimate(state: TaskState, prior: tuple[float, float]) -> float:
-        """The chance that the task's next rollout is its first verified pass."""
+        """The chance that the task's next rollout is a verified pass and the first one since those in flight (for a
+        task without a pass: its first)."""
         a, b = prior
         rate = (state.passes + a) / (state.verified + a + b)
         in_flight = max(state.allotted - state.finished, 0)
@@ -103,23 +111,40 @@ class Allocator:
             if left <= 0 or self._tokens_spent(states):
                 break
             eligible = [s for s in states.values() if self._eligible(s)]
+            if any(s.passes == 0 and s.allotted < self._cap(s) for s in states.values()):
+                eligible = [s for s in eligible if s.passes == 0]  # the back of the queue waits for them
             if not eligible:
                 break
-            best = max(eligible, key=lambda s: (self.estimate(s, prior), s.progress, -s.allotted, s.task_id))
+            best = max(eligible, key=lambda s: self._rank(s, prior))
             estimate = self.estimate(best, prior)
             reason = (
-                f"no verified pass in {best.verified} verified rollout(s); estimate {estimate:.3f} "
-                f"(pass rate prior {prior[0] / PRIOR_WEIGHT:.3f}, {best.allotted - best.finished} in flight, "
-                f"best evidence share {best.progress:.2f})"
+                f"estimate {estimate:.3f} (pass rate prior {prior[0] / PRIOR_WEIGHT:.3f}, "
+                f"{best.allotted - best.finished} in flight, best evidence share {best.progress:.2f})"
             )
+            if best.passes:
+                reason = (
+                    f"{best.passes} verified pass(es) in {best.verified}, but its evidence is not its grade and every "
+                    f"task without a pass is at n; {reason}"
+                )
+            else:
+                reason = f"no verified pass in {best.verified} verified rollout(s); {reason}"
             out.append(Decision(best.task_id, best.allotted, round(estimate, 6), reason, left - 1))
             best.allotted += 1
             spent += 1
         return out
 
+    def _rank(self, s: TaskState, prior: tuple[float, float]) -> tuple:
+        """The larger the sooner: tasks without a verified pass first, then the fewest passes, the estimate, the
+        closest candidates, the fewest rollouts."""
+        return (s.passes == 0, -s.passes, self.estimate(s, prior), s.progress, -s.allotted, s.task_id)
+
+    def _cap(self, s: TaskState) -> int:
+        return self.n if s.limit is None else min(self.n, s.limit)
+
     def _eligible(self, s: TaskState) -> bool:
-        cap = self.n if s.limit is None else min(self.n, s.limit)
-        return s.passes == 0 and s.allotted < cap and s.verified >= min(self.first, cap)
+        cap = self._cap(s)
+        open_ = s.passes == 0 or not s.evidence_is_grade
+        return open_ and s.allotted < cap and s.verified >= min(self.first, cap)
 
     def _tokens_spent(self, states: dict[str, TaskState]) -> bool:
         if self.tokens is None:
@@ -132,13 +157,18 @@ class Allocator:
 
 
 def replay(
-    outcomes: dict[str, list[bool]], verified: dict[str, list[bool]], allocator: Allocator
+    outcomes: dict[str, list[bool]],
+    verified: dict[str, list[bool]],
+    allocator: Allocator,
+    evidence_is_grade: dict[str, bool] | None = None,
 ) -> tuple[dict[str, int], list[Decision]]:
     """What the allocator would have given each task, replaying recorded outcomes in index order (one rollout at a
     time, each finished and verified before the next decision): ``outcomes[t][i]`` is whether rollout ``i`` of task
     ``t`` was a verified pass; ``verified[t][i]`` whether it was verified at all. Rollouts past what was recorded
-    are not given. Returns rollouts per task and the decisions (benchmarks/budget_bench.py)."""
-    states = {t: TaskState(t, limit=len(outcomes[t])) for t in outcomes}
+    are not given; ``evidence_is_grade[t]`` (default: every task) whether a verified pass ends the task. Returns
+    rollouts per task and the decisions (benchmarks/budget_bench.py)."""
+    final = evidence_is_grade or {}
+    states = {t: TaskState(t, limit=len(outcomes[t]), evidence_is_grade=final.get(t, True)) for t in outcomes}
     for t, s in states.items():
         take = min(allocator.first, len(outcomes[t]))
         s.allotted = take

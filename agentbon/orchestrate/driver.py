@@ -300,6 +300,7 @@ def budget_state(book: TaskBook, evidence: dict[str, Any]) -> TaskState:
         progress=max(shares, default=0.0),
         tokens=sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in book.finished.values()),
         finished=len(book.finished),
+        evidence_is_grade=book.task.evidence_is_grade,
     )
 
 

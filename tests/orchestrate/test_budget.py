@@ -44,6 +44,21 @@ def test_only_unsolved_tasks_with_their_first_allotment_verified_get_more_up_to_
     assert "no verified pass in 2 verified rollout(s)" in picked[0].reason
 
 
+def test_a_pass_ends_a_task_only_where_its_evidence_is_its_grade_elsewhere_it_waits_at_the_back():
+    alloc = Allocator(total=100, n=4, first=2)
+    states = {
+        "migration": state("migration", 2, 2, passes=1),  # a verified pass solves it
+        "one-pass": state("one-pass", 2, 2, passes=1, evidence_is_grade=False),
+        "two-passes": state("two-passes", 2, 2, passes=2, evidence_is_grade=False),
+        "open": state("open", 2, 2, evidence_is_grade=False),
+    }
+    picked = [(d.task_id, d.index) for d in alloc.next(states, 10)]
+    # The task without a pass first (to n), then the fewest passes, then the rest; the migration never.
+    assert picked == [("open", 2), ("open", 3), ("one-pass", 2), ("one-pass", 3), ("two-passes", 2), ("two-passes", 3)]
+    decisions = alloc.next({"p": state("p", 2, 2, passes=1, evidence_is_grade=False)}, 1)
+    assert decisions[0].reason.startswith("1 verified pass(es) in 2, but its evidence is not its grade")
+
+
 def test_the_likelier_task_first_and_rollouts_in_flight_count_against_it():
     alloc = Allocator(total=100, n=16, first=2)
     close = state("close", 2, 2, progress=0.9)
@@ -74,6 +89,16 @@ def test_replay_spends_the_rest_on_tasks_without_a_pass():
     assert sum(given.values()) == 14 and len(decisions) == 8
     # A uniform split of 14 (4 each) solves only "easy": "late" passes at its sixth rollout.
     assert sum(any(o[:4]) for o in outcomes.values()) == 1
+
+
+def test_replay_gives_a_task_whose_evidence_is_not_its_grade_more_once_the_others_are_spent():
+    outcomes = {"false-pass": [True, False, False, True], "never": [False] * 4}
+    verified = {t: [True] * 4 for t in outcomes}
+    stops, _ = replay(outcomes, verified, Allocator(total=8, n=4, first=2))
+    assert stops == {"false-pass": 2, "never": 4}  # by default a pass ends the task
+    given, decisions = replay(outcomes, verified, Allocator(total=8, n=4, first=2), {"false-pass": False})
+    assert given == {"false-pass": 4, "never": 4}
+    assert [d.task_id for d in decisions] == ["never", "never", "false-pass", "false-pass"]
 
 
 @pytest.mark.ray
@@ -120,6 +145,19 @@ def test_a_run_under_a_budget_spends_it_on_the_unsolved_and_reports_it(tmp_path:
     assert all(row["curve_n"] == 2 for row in s["per_task"])  # the curves use the first allotments only
     again = run_batch(tasks, cfg, factories=f)  # resumed: the budget is spent, nothing more runs
     assert again.planned == 0 and len(RunStore(result.path).events_of("allocated")) == 8
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("ray_session")
+def test_a_run_gives_the_rest_to_passed_tasks_whose_evidence_is_not_their_grade(tmp_path: Path) -> None:
+    tasks = make_tasks(tmp_path, ["bug", "never"]) + make_tasks(tmp_path, ["mig"], migration=True)
+    f = fakes(tmp_path, {"bug/0": "FIX", "mig/0": "FIX"}, default="nope")
+    result = run_batch(tasks, config(tmp_path, "budget=12", "budget_first=2", n=4, run_id="r"), factories=f)
+    store = RunStore(result.path)
+    per_task = {t.task_id: sorted(r.index for r in store.rollouts().values() if r.task_id == t.task_id) for t in tasks}
+    assert per_task == {"bug": [0, 1, 2, 3], "never": [0, 1, 2, 3], "mig": [0, 1]}  # 10 of 12: nothing else can run
+    reasons = {e["task_id"]: e["reason"] for e in store.events_of("allocated")}
+    assert reasons["bug"].startswith("1 verified pass(es)") and reasons["never"].startswith("no verified pass")
 
 
 @pytest.mark.ray
