@@ -8,7 +8,12 @@ a fix (``sed``; with ``--unique-patches`` also a comment naming the call's seed,
 is verified, where by default the driver verifies the one patch once) and the submit command. One task, a one-line bug in a one-file repository, graded by pytest in the task image.
 Each round runs, at each slot count, the bare container rate (``containers.run(image, "true", remove=True)`` from
 a thread pool of that size), then agentbon as it ships (resident executor, warm sandboxes, admission control), then
-agentbon with one engine exec per command and no warm sandboxes (the way it was before). Prints figures; asserts
+agentbon with one engine exec per command and no warm sandboxes (the way it was before), then agentbon joining a
+Ray that is already running (a warm machine: ``--ray-address``; the bench starts that Ray in a helper process of its
+own and stops it at the end). Beside the rates it prints the CPU time per rollout and per bare container (the whole
+machine's, from ``/proc/stat``, over the same window: on a machine with few cores the comparison is a comparison of
+CPU costs) and the containers a run left behind (its label, after it returned, with those the driver's check after
+the reap removed: must be 0). Prints figures; asserts
 nothing (docs/sandboxes.md).
 """
 
@@ -17,8 +22,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -69,23 +76,108 @@ def make_task(root: Path) -> Task:
     )  # fmt: skip
 
 
-def bare_rate(image: str, count: int, slots: int) -> float:
-    """Containers/s of ``docker run --rm IMAGE true`` from ``slots`` threads."""
+class CpuClock:
+    """The machine's busy CPU seconds (all cores, from ``/proc/stat``), sampled every 0.1 s in a thread, so that a
+    window known only afterwards (first rollout to last verdict) can be measured. Empty where /proc is absent."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def busy() -> float | None:
+        try:
+            fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        except (OSError, ValueError):
+            return None
+        return (sum(fields) - fields[3] - fields[4]) / 100.0  # less idle and iowait; USER_HZ is 100 on Linux
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            busy = self.busy()
+            if busy is not None:
+                self.samples.append((time.time(), busy))
+
+    def __enter__(self) -> CpuClock:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def between(self, start: float, end: float) -> float:
+        """Busy CPU seconds from the last sample at or before ``start`` to the first at or after ``end``."""
+        if not self.samples:
+            return float("nan")
+        before = [b for t, b in self.samples if t <= start] or [self.samples[0][1]]
+        after = [b for t, b in self.samples if t >= end] or [self.samples[-1][1]]
+        return after[0] - before[-1]
+
+
+def bare_rate(image: str, count: int, slots: int) -> dict[str, float]:
+    """Containers/s of ``docker run --rm IMAGE true`` from ``slots`` threads, and busy CPU seconds per container."""
     client = docker_client()
+    cpu = CpuClock.busy()
     started = time.monotonic()
     with ThreadPoolExecutor(slots) as pool:
         list(pool.map(lambda _: client.containers.run(image, ["true"], remove=True, network_mode="none"), range(count)))
-    return count / (time.monotonic() - started)
+    took = time.monotonic() - started
+    after = CpuClock.busy()
+    per = (after - cpu) / count if cpu is not None and after is not None else float("nan")
+    return {"per_s": count / took, "cpu_s": per}
 
 
-def agentbon_run(task: Task, root: Path, url: str, n: int, slots: int, shipped: bool) -> dict[str, float]:
+class RunningRay:
+    """A local Ray started ahead of the runs, in a helper process of its own (as ``ray start --head`` would, but
+    stopped with that process rather than by ``ray stop``, which would stop every Ray on the machine)."""
+
+    SCRIPT = (
+        "import json, sys, ray\n"
+        "info = ray.init(address='local', include_dashboard=False, log_to_driver=False, "
+        "resources=json.loads(sys.argv[1]))\n"
+        "print(info.address_info['gcs_address'], flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+
+    def __init__(self, slots: int):
+        from agentbon.orchestrate.cluster import SANDBOX, VERIFY
+
+        resources = json.dumps({SANDBOX: slots, VERIFY: slots})
+        self.proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT, resources], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+        assert self.proc.stdout is not None
+        self.address = self.proc.stdout.readline().strip()
+        if not self.address:
+            raise RuntimeError("the helper's Ray did not start")
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(60)
+
+
+def left_behind(run_id: str) -> int:
+    """Containers carrying the run's label once it has returned (its reap should have left none)."""
+    from agentbon.sandbox.common import label_filters
+
+    filters = {"label": label_filters({"run": run_id})}
+    return len(docker_client().containers.list(all=True, filters=filters))
+
+
+def agentbon_run(
+    task: Task, root: Path, url: str, n: int, slots: int, shipped: bool, clock: CpuClock, ray_address: str = ""
+) -> dict[str, float]:
     overrides = [
         f"run_dir={root / 'runs'}", "agent.type=bash", f"model.endpoint={url}", f"model.name={MODEL}",
         "early_stop=false", "sandbox.memory=512m", "select.selectors=[tests-then-critic]",
     ]  # fmt: skip
     if not shipped:
         overrides += ["sandbox.executor=exec", "sandbox.warm=0"]
-    run_id = f"tput-{slots}-{'new' if shipped else 'old'}-{uuid.uuid4().hex[:6]}"
+    if ray_address:
+        overrides += [f"ray_address={ray_address}"]
+    run_id = f"tput-{slots}-{'new' if shipped else 'old'}{'-ray' if ray_address else ''}-{uuid.uuid4().hex[:6]}"
     config: RunConfig = load_config(overrides=overrides, n=n, concurrency=slots, run_id=run_id)
     called = time.time()
     result = run_batch([task], config, suite="throughput")
@@ -96,6 +188,10 @@ def agentbon_run(task: Task, root: Path, url: str, n: int, slots: int, shipped: 
     first = min(r.timings.started_at for r in rollouts)
     last = max(e["ts"] for e in events if e["type"] == "verdict")
     return {
+        "cpu_s": clock.between(first, last) / len(rollouts),
+        "left": left_behind(run_id) + sum(  # and what the driver's own check after the reap found and removed
+            int(e["message"].split()[0]) for e in events if e["type"] == "warning" and "end-of-run reap" in e["message"]
+        ),
         "rollouts": len(rollouts),
         "passed": sum(1 for v in verdicts if v.status == "pass"),
         "per_s": len(rollouts) / (last - first),
@@ -122,14 +218,22 @@ def main(argv: list[str] | None = None) -> int:
     task = make_task(root)
     image = DockerBackend().prepare(task)
     rows: dict[tuple[int, str], list[dict[str, float]]] = {}
-    with ScriptedServer(script, model=MODEL) as server:
+    with ScriptedServer(script, model=MODEL) as server, CpuClock() as clock:
         for round_ in range(args.rounds):
             for s in slots:
-                rate = bare_rate(image, args.rollouts, s)
-                rows.setdefault((s, "bare"), []).append({"per_s": rate})
+                rows.setdefault((s, "bare"), []).append(bare_rate(image, args.rollouts, s))
                 for shipped in (True, False):
-                    got = agentbon_run(task, root, server.url, args.rollouts, s, shipped)
+                    got = agentbon_run(task, root, server.url, args.rollouts, s, shipped, clock)
                     rows.setdefault((s, "new" if shipped else "old"), []).append(got)
+                ray = RunningRay(s)
+                try:
+                    got = agentbon_run(task, root, server.url, args.rollouts, s, True, clock, ray.address)
+                    rows.setdefault((s, "warm-ray"), []).append(got)
+                finally:
+                    import ray as ray_api
+
+                    ray_api.shutdown()  # a run leaves a cluster it joined connected; this one goes away now
+                    ray.stop()
                 print(f"round {round_ + 1}: {s} slots done", file=sys.stderr)
 
     def med(s: int, kind: str, key: str) -> float:
@@ -151,9 +255,21 @@ def main(argv: list[str] | None = None) -> int:
         ("median sandbox setup seen by a rollout (s)", "new", "setup_s", "{:.3f}"),
         ("median sandbox setup, before (s)", "old", "setup_s", "{:.3f}"),
         ("time to first rollout (s)", "new", "first_rollout_s", "{:.2f}"),
+        ("time to first rollout, Ray already running (s)", "warm-ray", "first_rollout_s", "{:.2f}"),
+        ("agentbon, Ray already running, end to end (rollouts/s)", "warm-ray", "per_s", "{:.2f}"),
+        ("busy CPU s per bare container (whole machine)", "bare", "cpu_s", "{:.3f}"),
+        ("busy CPU s per rollout, verification included", "new", "cpu_s", "{:.3f}"),
+        ("busy CPU s per rollout, before", "old", "cpu_s", "{:.3f}"),
     ]
     for label, kind, key, fmt in lines:
         print(f"| {label} | " + " | ".join(fmt.format(med(s, kind, key)) for s in slots) + " |")
+    left = {kind: sum(r["left"] for (_, k), runs in rows.items() if k == kind for r in runs)
+            for kind in ("new", "old", "warm-ray")}  # fmt: skip
+    print(f"\ncontainers the runs left behind (must be 0): shipped {left['new']}, before {left['old']}, "
+          f"Ray already running {left['warm-ray']}")
+    for s in slots:
+        cpu = med(s, "new", "cpu_s") / med(s, "bare", "cpu_s")
+        print(f"{s} slots: a rollout, verification included, costs {cpu:.1f}x a bare container's CPU")
     for s in slots:
         ratio = med(s, "new", "per_s") / med(s, "bare", "per_s")
         before = med(s, "old", "per_s") / med(s, "bare", "per_s")

@@ -129,13 +129,15 @@ def ls() -> None:
     from agentbon.sandbox.common import label_filters
 
     try:
-        containers = docker_client().containers.list(all=True, filters={"label": label_filters(None)})
+        # The list's summaries (one call): a container removed while it is listed does not fail the listing.
+        containers = docker_client().api.containers(all=True, filters={"label": label_filters(None)})
     except AgentbonError as e:
         raise _fail(e) from e
     for c in containers:
-        labels = c.labels
+        labels = c.get("Labels") or {}
+        name = (c.get("Names") or ["/?"])[0].lstrip("/")
         typer.echo(
-            f"{c.name}\t{c.status}\trun={labels.get('agentbon.run_id', '-')}\t"
+            f"{name}\t{c.get('State', '?')}\trun={labels.get('agentbon.run_id', '-')}\t"
             f"rollout={labels.get('agentbon.rollout_id', '-')}\tpurpose={labels.get('agentbon.purpose', '-')}"
         )
     typer.echo(f"{len(containers)} agentbon container(s)")

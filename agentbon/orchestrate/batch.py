@@ -246,6 +246,8 @@ def run_batch(
                     raise
                 # Whatever a failure left behind (a container the engine could not remove while it restarted).
                 reap_everywhere(config, factories, {"run": run_id})
+                if cluster.started:
+                    _check_nothing_left(config, factories, run_id, record)
             finally:
                 _record_model_stats(service, record)
                 service.stop()
@@ -260,6 +262,23 @@ def run_batch(
         except Exception as e:  # the run is recorded; the report can be redone with `agentbon report`
             result.report_error = f"{type(e).__name__}: {e}"
     return result
+
+
+def _check_nothing_left(config: RunConfig, factories: Factories, run_id: str, record: Recorder) -> None:
+    """On a local Ray (this machine is the only node) the driver checks the reapers' work itself: a sandbox of the
+    run still here is removed now and named in a warning, so that the run's record says it happened."""
+    try:
+        left = factories.backend(config.sandbox).reap({"run": run_id})
+    except Exception as e:  # the engine went away at the very end: `agentbon cleanup` removes what is left
+        log.warning("could not check for the run's leftover sandboxes (%s): run `agentbon cleanup`", e)
+        return
+    if left:
+        message = (
+            f"{left} sandbox(es) of this run were still on this machine after the end-of-run reap; removed now "
+            "(docs/sandboxes.md, 'Warm sandboxes')"
+        )
+        log.warning(message)
+        record(Warning(message=message))
 
 
 def _reap_quietly(config: RunConfig, factories: Factories, run_id: str) -> None:

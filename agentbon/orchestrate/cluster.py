@@ -9,6 +9,7 @@ cluster declares it (the local init declares ``verify.concurrency``), sandbox sl
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import signal
 import threading
@@ -20,6 +21,8 @@ from typing import Any
 
 from agentbon.config import RunConfig
 from agentbon.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 SANDBOX = "agentbon_sandbox"
 VERIFY = "agentbon_verify"
@@ -210,12 +213,16 @@ def settle(refs: list[Any], timeout: float = 120.0) -> int:
     if not refs:
         return 0
     removed = 0
-    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    ready, late = ray.wait(refs, num_returns=len(refs), timeout=timeout)
     for ref in ready:
         try:
             removed += ray.get(ref)
-        except Exception:  # the node went away mid-reap, and its containers' engine with it
-            continue
+        except Exception as e:  # the node went away mid-reap (its engine with it), or the reaper failed: say which
+            log.warning("a reaper failed (%s: %s); `agentbon cleanup` on that node removes what is left",
+                        type(e).__name__, e)  # fmt: skip
+    if late:
+        log.warning("%d reaper(s) did not finish within %.0f s; `agentbon cleanup` removes what is left",
+                    len(late), timeout)  # fmt: skip
     return removed
 
 

@@ -50,9 +50,11 @@ def reap_containers(client: docker.DockerClient, labels: dict[str, str] | None =
     """Remove (force) every agentbon container carrying the labels; return how many went."""
     removed = 0
     with engine_errors("reap"):
-        for container in client.containers.list(all=True, filters={"label": label_filters(labels)}):
+        # The list call's own summaries, not ``containers.list()``: that inspects each container after listing, and
+        # one removed in between (a closed sandbox's background removal, sandbox/removal.py) failed the whole reap.
+        for summary in client.api.containers(all=True, filters={"label": label_filters(labels)}):
             try:
-                container.remove(force=True, v=True)
+                client.api.remove_container(summary["Id"], force=True, v=True)
                 removed += 1
             except docker.errors.NotFound:
                 continue  # removed by someone else meanwhile

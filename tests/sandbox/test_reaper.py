@@ -37,6 +37,25 @@ def test_reap_removes_only_the_runs_leftovers(backend, tiny_task, engine):
         kept.close()
 
 
+def test_a_container_removed_while_the_reap_lists_is_no_error(backend, tiny_task, engine):
+    from agentbon.sandbox.engine import docker_client, reap_containers
+
+    run = _run_id()
+    gone = backend.open(tiny_task, {"run_id": run, "rollout_id": "tiny/0"})
+    backend.open(tiny_task, {"run_id": run, "rollout_id": "tiny/1"})
+    client = docker_client()
+    listed = client.api.containers
+
+    def racing(*args, **kwargs):
+        found = listed(*args, **kwargs)
+        client.api.remove_container(gone._cid, force=True)  # a closed sandbox's background removal, meanwhile
+        return found
+
+    client.api.containers = racing  # the interleaving that failed whole end-of-run reaps (docker-py's list inspects)
+    assert reap_containers(client, {"run_id": run}) == 1
+    assert _count(engine, run) == 0
+
+
 def test_reaper_context_sweeps_on_entry_and_exit(backend, tiny_task, engine):
     run_id = _run_id()
     backend.open(tiny_task, {"run_id": run_id})  # a crashed earlier attempt's leftover
