@@ -13,8 +13,9 @@ Ray that is already running (a warm machine: ``--ray-address``; the bench starts
 own and stops it at the end). Beside the rates it prints the CPU time per rollout and per bare container (the whole
 machine's, from ``/proc/stat``, over the same window: on a machine with few cores the comparison is a comparison of
 CPU costs) and the containers a run left behind (its label, after it returned, with those the driver's check after
-the reap removed: must be 0). Prints figures; asserts
-nothing (docs/sandboxes.md).
+the reap removed: must be 0), and the CPU of the sandbox alone, used as a rollout uses it one after another
+with no Ray or model (what bounds the ratio where the CPU is the limit). Prints figures; asserts nothing
+(docs/sandboxes.md).
 """
 
 from __future__ import annotations
@@ -129,6 +130,27 @@ def bare_rate(image: str, count: int, slots: int) -> dict[str, float]:
     return {"per_s": count / took, "cpu_s": per}
 
 
+def sandbox_alone(task: Task, count: int) -> dict[str, float]:
+    """Busy CPU seconds per sandbox used the way a rollout uses it, one after another with no Ray, driver or model:
+    open (no warm pool), the fix and the submit command through the resident executor, the diff, close. On a
+    machine whose CPU is the limit, ``bare cpu_s / this`` bounds agentbon's ratio to the bare rate from above."""
+    from agentbon.config import SandboxConfig
+
+    backend = DockerBackend(SandboxConfig(warm=0))
+    backend.prepare(task)
+    cpu = CpuClock.busy()
+    started = time.monotonic()
+    for i in range(count):
+        with backend.open(task, {"run": f"tput-alone-{uuid.uuid4().hex[:6]}", "rollout": f"one-bug/{i}"}) as sandbox:
+            sandbox.exec("sed -i 's/ - 1$//' ops.py")
+            sandbox.exec(SUBMIT_COMMAND)
+            sandbox.diff()
+    took = time.monotonic() - started
+    after = CpuClock.busy()
+    per = (after - cpu) / count if cpu is not None and after is not None else float("nan")
+    return {"cpu_s": per, "per_s": count / took}
+
+
 class RunningRay:
     """A local Ray started ahead of the runs, in a helper process of its own (as ``ray start --head`` would, but
     stopped with that process rather than by ``ray stop``, which would stop every Ray on the machine)."""
@@ -222,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         for round_ in range(args.rounds):
             for s in slots:
                 rows.setdefault((s, "bare"), []).append(bare_rate(image, args.rollouts, s))
+                rows.setdefault((s, "alone"), []).append(sandbox_alone(task, args.rollouts))
                 for shipped in (True, False):
                     got = agentbon_run(task, root, server.url, args.rollouts, s, shipped, clock)
                     rows.setdefault((s, "new" if shipped else "old"), []).append(got)
@@ -258,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         ("time to first rollout, Ray already running (s)", "warm-ray", "first_rollout_s", "{:.2f}"),
         ("agentbon, Ray already running, end to end (rollouts/s)", "warm-ray", "per_s", "{:.2f}"),
         ("busy CPU s per bare container (whole machine)", "bare", "cpu_s", "{:.3f}"),
+        ("busy CPU s per sandbox alone, used as a rollout uses it (no Ray, no model)", "alone", "cpu_s", "{:.3f}"),
         ("busy CPU s per rollout, verification included", "new", "cpu_s", "{:.3f}"),
         ("busy CPU s per rollout, before", "old", "cpu_s", "{:.3f}"),
     ]
@@ -269,7 +293,10 @@ def main(argv: list[str] | None = None) -> int:
           f"Ray already running {left['warm-ray']}")
     for s in slots:
         cpu = med(s, "new", "cpu_s") / med(s, "bare", "cpu_s")
-        print(f"{s} slots: a rollout, verification included, costs {cpu:.1f}x a bare container's CPU")
+        bound = med(s, "bare", "cpu_s") / med(s, "alone", "cpu_s")
+        print(f"{s} slots: a rollout, verification included, costs {cpu:.1f}x a bare container's CPU; the sandbox "
+              f"alone {1 / bound:.1f}x, so where the CPU is the limit no rollout can reach more than {bound:.2f} of "
+              "the bare rate")  # fmt: skip
     for s in slots:
         ratio = med(s, "new", "per_s") / med(s, "bare", "per_s")
         before = med(s, "old", "per_s") / med(s, "bare", "per_s")
