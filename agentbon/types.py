@@ -394,6 +394,10 @@ class Verdict(Record):
     report's frontier replays as a filter, never part of the status. None: not checked or nothing to check."""
     parse_errors: list[str] = Field(default_factory=list)
     """``path:line: message`` of the files that do not compile."""
+    test_s: dict[str, float] = Field(default_factory=dict)
+    """Seconds each graded test took, from the runner's JUnit XML (written in the sandbox that ran the candidate,
+    so only ever used to estimate what running a subset of the tests would cost: the report's frontier, never the
+    status). Empty where the runner reports no times (a harness log, a command)."""
     reason: str = ""
     """One line saying why (``FAIL_TO_PASS tests::test_x failed``, ``patch does not apply``...)."""
     duration_s: float = 0.0

@@ -43,8 +43,9 @@ def synthetic(tasks: int, n: int, selectors: int, seed: int = 0):
 
 def run_data(correct: np.ndarray, valid: np.ndarray, critic: np.ndarray, n: int) -> RunData:
     """The arrays as a run's data: one selector's scores squashed into [0, 1] as the recorded critic, the evidence
-    agreeing with the grade nine times in ten, one failing candidate in five not compiling (the parse stage's
-    policies are replayed too), and a batch budget of half of N per task."""
+    agreeing with the grade nine times in ten, one failing candidate in five not compiling and seven in ten of the
+    evidence's failures failing a FAIL_TO_PASS test (the parse and subset stages' policies are replayed too), and a
+    batch budget of half of N per task."""
     rng = np.random.default_rng(1)
     tasks = correct.shape[0]
     evidence = np.where(rng.random(correct.shape) < 0.9, correct > 0, correct == 0) & valid
@@ -56,7 +57,8 @@ def run_data(correct: np.ndarray, valid: np.ndarray, critic: np.ndarray, n: int)
         tasks={}, rollouts={}, grades={}, evidence={}, present=np.ones(correct.shape, bool), valid=valid,
         correct=correct, cells=cells, candidate=valid, evidence_pass=evidence, scores={"critic": squashed},
         evidence_s=np.where(valid, 2.0, 0.0), unparsed=valid & (correct == 0) & (rng.random(correct.shape) < 0.2),
-        parse_checked=True,
+        parse_checked=True, subset_s=np.where(valid, 0.5, 0.0), subset_fail=valid & ~evidence & (rng.random(correct.shape) < 0.7),
+        subset_checked=True,
     )  # fmt: skip
 
 

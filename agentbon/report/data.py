@@ -21,7 +21,7 @@ import numpy as np
 from agentbon.protocols import Candidate
 from agentbon.select.base import blocking_flags, invalid_reason
 from agentbon.store import RunStore
-from agentbon.types import Rollout, Selection, Task, Verdict
+from agentbon.types import Rollout, Selection, Task, TestSet, Verdict
 
 # Cell codes of the task-by-rollout pass map.
 MISSING, PASS, FAIL, UNGRADED, INFRA, CANCELLED, GRADE_INFRA = 0, 1, 2, 3, 4, 5, 6
@@ -101,6 +101,13 @@ class RunData:
     """Cells whose verification found a Python file of the patch that does not compile (``Verdict.parses``)."""
     parse_checked: bool = False
     """Whether any verdict of the run recorded the parse stage (runs before it have none)."""
+    subset_s: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    """Seconds the evidence's FAIL_TO_PASS tests alone would have taken in each cell's verification: its fixed part
+    (the verification's seconds less its tests' own) plus those tests' own (``Verdict.test_s``); 0 where unknown."""
+    subset_fail: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
+    """Cells with a FAIL_TO_PASS evidence test that did not pass (flaky ones aside): the subset stage drops them."""
+    subset_checked: bool = False
+    """Whether any cell has the subset's cost (its evidence has FAIL_TO_PASS and PASS_TO_PASS tests and times)."""
     early_stop: dict[str, EarlyStopped] = field(default_factory=dict)
     """Task id → what early stop did to it (tasks it never stopped are absent)."""
     infra_events: list[dict] = field(default_factory=list)
@@ -138,6 +145,20 @@ def _selector_order(config: dict, names: set[str]) -> list[str]:
     return [s for s in configured if s in names] + sorted(names - set(configured))
 
 
+def subset_stage(tests: TestSet, verdict: Verdict) -> tuple[float, bool] | None:
+    """What the FAIL_TO_PASS tests of the evidence, run alone first, would have cost and found for this verdict:
+    (seconds, whether one of them did not pass). None where there is no such stage: no PASS_TO_PASS tests (the
+    subset is the whole), no FAIL_TO_PASS tests, or no times recorded. Tests treated as flaky are left out."""
+    f2p = [t for t in tests.fail_to_pass if t not in verdict.flaky]
+    if not f2p or not tests.pass_to_pass or not verdict.test_s:
+        return None
+    own = sum(verdict.test_s.values())
+    fixed = max(verdict.duration_s - own, 0.0)
+    seconds = min(fixed + sum(verdict.test_s.get(t, 0.0) for t in f2p), verdict.duration_s)
+    failed = any(verdict.tests.get(t) != "passed" for t in f2p)  # as grading decides (verify/grading.py)
+    return seconds, failed
+
+
 def load_run(store: RunStore) -> RunData:
     """Read tasks, rollouts, verdicts and selections from ``store`` into arrays."""
     config = store.config()
@@ -153,9 +174,11 @@ def load_run(store: RunStore) -> RunData:
     correct, cells = np.zeros(shape), np.full(shape, MISSING, dtype=np.int8)
     candidate, oracle_candidate = np.zeros(shape, bool), np.zeros(shape, bool)
     evidence_pass, evidence_s, unparsed = np.zeros(shape, bool), np.zeros(shape), np.zeros(shape, bool)
+    subset_s, subset_fail = np.zeros(shape), np.zeros(shape, bool)
     parse_checked = False
     select = config.get("select") or {}
     allowed = list(select.get("allow_flags") or [])
+    by_id = {t.task_id: t for t in tasks}
     for rid, r in rollouts.items():
         i, j = row[r.task_id], r.index
         present[i, j] = True
@@ -173,6 +196,10 @@ def load_run(store: RunStore) -> RunData:
         parses = next((v.parses for v in (seen.evidence, verdict) if v is not None and v.parses is not None), None)
         unparsed[i, j] = parses is False
         parse_checked = parse_checked or parses is not None
+        if seen.evidence is not None and r.task_id in by_id:
+            subset = subset_stage(by_id[r.task_id].evidence_tests, seen.evidence)
+            if subset is not None:
+                subset_s[i, j], subset_fail[i, j] = subset
         oracle_candidate[i, j] = invalid_reason(seen) is None
         candidate[i, j] = oracle_candidate[i, j] and not blocking_flags(seen, allowed)
     if select.get("flagged_fallback") == "flagged":  # a task whose candidates are all flagged: they are chosen from
@@ -206,6 +233,9 @@ def load_run(store: RunStore) -> RunData:
         evidence_s=evidence_s,
         unparsed=unparsed,
         parse_checked=parse_checked,
+        subset_s=subset_s,
+        subset_fail=subset_fail,
+        subset_checked=bool((subset_s > 0).any() or subset_fail.any()),
         early_stop={t: s for t, s in stopped.items() if t in row},
         infra_events=store.events_of("infra"),
         path=store.path,

@@ -11,7 +11,13 @@ test run: a candidate whose patch is empty or does not apply, or that a blocking
 - ``critic alone``: no test run at all;
 - where the run's verdicts recorded the parse stage (``Verdict.parses``), each of these again after it: a task's
   candidates whose Python files do not all compile are dropped before the critic ranks (where that would drop
-  them all, none is). The check shares the apply's engine call, so it is counted as free.
+  them all, none is). The check shares the apply's engine call, so it is counted as free;
+- where the evidence has FAIL_TO_PASS and PASS_TO_PASS tests and the runner reported each test's time
+  (``Verdict.test_s``), each of these again after a subset stage: the FAIL_TO_PASS tests run first on every
+  candidate (its cost: the verification's fixed part, its seconds less its tests' own, plus those tests' own), the
+  candidates that fail one are dropped, and a candidate tested further pays the rest of its seconds. Without a
+  critic in between, this stage loses nothing: an evidence pass needs every FAIL_TO_PASS test to pass. The times
+  come from the sandbox that ran the candidate, so a candidate can misstate them; they move this estimate only.
 
 Selected accuracy is the share of the run's tasks whose chosen candidate passed the grade (no candidate: not
 solved). Verification cost is the evidence tests' container-seconds as recorded (a candidate whose verdict was
@@ -43,13 +49,20 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
     cells = data.valid & data.candidate
     if critic is None or not cells.any():
         return None
-    out = _policies(data, critic, cells, "")
+    # Each task's candidates in the critic's order (ties by index; non-candidates last), sorted once: a stage that
+    # narrows the candidates keeps the order of those left, so every family of policies reads this one order.
+    order = np.argsort(-np.where(cells & np.isfinite(critic), critic, -np.inf), axis=1, kind="stable")
+    replay = _Replay(data, order)
+    out = replay.policies(cells, "")
     unparsed = cells & data.unparsed if data.parse_checked else np.zeros_like(cells)
     if data.parse_checked:  # the parse stage first: the candidates whose Python files all compile
-        kept = cells & ~unparsed
-        emptied = ~kept.any(axis=1)  # a filter narrows a task's candidates, never empties them: all go on
-        kept[emptied] = cells[emptied]
-        out += _policies(data, critic, kept, "parses, then ")
+        out += replay.policies(_narrowed(cells, cells & ~unparsed), "parses, then ")
+    subset = cells & (data.subset_s > 0) if data.subset_checked else np.zeros_like(cells)
+    if data.subset_checked:  # the evidence's FAIL_TO_PASS tests first, on every candidate; the rest on survivors
+        kept = _narrowed(cells, cells & ~(subset & data.subset_fail))
+        first_pass = float(np.where(subset, data.subset_s, 0.0).sum())
+        rest = np.where(subset, data.evidence_s - data.subset_s, data.evidence_s)
+        out += replay.policies(kept, "FAIL_TO_PASS first, then ", cost=rest, paid=first_pass)
     full_cost = out[0]["throughput"]
     for row in out:
         row["throughput"] = round(full_cost / row["throughput"], 3) if row["throughput"] > 0 else None
@@ -66,40 +79,66 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
         "anchor": ANCHOR,
         "parse_stage": data.parse_checked,
         "unparsed": int(unparsed.sum()),
+        "subset_stage": data.subset_checked,
+        "subset_costed": int(subset.sum()),
+        "subset_dropped": int((subset & data.subset_fail).sum()),
         "candidates": int(cells.sum()),
     }
 
 
-def _policies(data: RunData, critic: np.ndarray, cells: np.ndarray, prefix: str) -> list[dict[str, Any]]:
-    """Every policy over the candidates in ``cells``: all tested, the critic's top m tested, the critic alone
-    (``throughput`` holds the cost until the caller turns it into a ratio)."""
-    critic = np.where(cells & np.isfinite(critic), critic, -np.inf)
-    tasks = len(data.task_ids)
-    rows = np.arange(tasks)[:, None]
-    # Each task's candidates in the critic's order (ties by index; non-candidates last): the policies are prefixes.
-    order = np.argsort(-critic, axis=1, kind="stable")
-    ranked = cells[rows, order]
-    passing = ranked & data.evidence_pass[rows, order]
-    spent = np.cumsum(np.where(ranked, data.evidence_s[rows, order], 0.0), axis=1)
-    right = (data.correct > 0)[rows, order]
-    counts = ranked.sum(axis=1)
-    first_pass = np.where(passing.any(axis=1), np.argmax(passing, axis=1), order.shape[1])
-    most = int(counts.max())
-    policies: list[tuple[str, int]] = [(f"{prefix}tests on all, then critic", most)]
-    m = 1
-    while m < most:
-        policies.append((f"{prefix}critic, tests on top {m}", m))
-        m *= 2
-    policies.append((f"{prefix}critic alone", 0))
-    out: list[dict[str, Any]] = []
-    for name, top in policies:
-        # The best tested candidate by evidence, then critic: the first evidence pass within the top m, else the
-        # critic's first (a task without candidates: none).
-        chosen = np.where(first_pass < top, first_pass, 0)
-        solved = (counts > 0) & right[np.arange(tasks), chosen]
-        cost = float(spent[:, top - 1].sum()) if top else 0.0
-        out.append({
-            "policy": name, "tested": int(np.minimum(counts, top).sum()), "container_s": round(cost, 3),
-            "accuracy": round(float(solved.sum()) / tasks, 6) if tasks else 0.0, "throughput": cost,
-        })  # fmt: skip
-    return out
+def _narrowed(cells: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """A filter narrows a task's candidates, never empties them: where it would drop them all, all go on."""
+    kept = kept.copy()
+    emptied = ~kept.any(axis=1)
+    kept[emptied] = cells[emptied]
+    return kept
+
+
+class _Replay:
+    """The policies over one critic order (``order``: each row's cells, the critic's best first)."""
+
+    def __init__(self, data: RunData, order: np.ndarray):
+        self.data, self.order = data, order
+        self.rows = np.arange(order.shape[0])[:, None]
+        self.right = (data.correct > 0)[self.rows, order]
+        self.passing = data.evidence_pass[self.rows, order]
+
+    def policies(
+        self, cells: np.ndarray, prefix: str, cost: np.ndarray | None = None, paid: float = 0.0
+    ) -> list[dict[str, Any]]:
+        """Every policy over the candidates in ``cells``: all tested, the critic's top m tested, the critic alone
+        (``throughput`` holds the cost until the caller turns it into a ratio). A tested candidate costs ``cost``
+        (default: its evidence seconds); ``paid`` is what an earlier stage spent on every candidate, in every
+        policy."""
+        data, order, rows = self.data, self.order, self.rows
+        cost = data.evidence_s if cost is None else cost
+        tasks, width = order.shape
+        every = np.arange(tasks)
+        ranked = cells[rows, order]
+        rank = np.cumsum(ranked, axis=1)  # candidates up to each position: the m-th candidate is where rank == m
+        spent = np.cumsum(np.where(ranked, cost[rows, order], 0.0), axis=1)
+        counts = rank[:, -1] if width else np.zeros(tasks, int)
+        passing = ranked & self.passing
+        pass_at = np.argmax(passing, axis=1)  # the critic's first candidate that passes the evidence
+        pass_rank = np.where(passing.any(axis=1), rank[every, pass_at], width + 1)
+        first = np.argmax(ranked, axis=1)  # the critic's first candidate
+        most = int(counts.max())
+        policies: list[tuple[str, int]] = [(f"{prefix}tests on all, then critic", most)]
+        m = 1
+        while m < most:
+            policies.append((f"{prefix}critic, tests on top {m}", m))
+            m *= 2
+        policies.append((f"{prefix}critic alone", 0))
+        out: list[dict[str, Any]] = []
+        for name, top in policies:
+            # The best tested candidate by evidence, then critic: the first evidence pass within the top m, else
+            # the critic's first (a task without candidates: none).
+            chosen = np.where(pass_rank <= top, pass_at, first)
+            solved = (counts > 0) & self.right[every, chosen]
+            last = np.where(counts >= top, np.argmax(rank >= top, axis=1), width - 1)  # the top-th candidate's place
+            spend = paid + (float(spent[every, last].sum()) if top else 0.0)
+            out.append({
+                "policy": name, "tested": int(np.minimum(counts, top).sum()), "container_s": round(spend, 3),
+                "accuracy": round(float(solved.sum()) / tasks, 6) if tasks else 0.0, "throughput": spend,
+            })  # fmt: skip
+        return out

@@ -272,6 +272,13 @@ class Frontier(Part):
     """Graded candidates with a Python file that does not compile."""
     candidates: int = 0
     """Graded candidates the policies choose among."""
+    subset_stage: bool = False
+    """Whether the run's verdicts give the cost of a FAIL_TO_PASS-first stage (test times recorded), and so the
+    ``FAIL_TO_PASS first, then ...`` policies are shown."""
+    subset_costed: int = 0
+    """Graded candidates whose FAIL_TO_PASS-first cost is known."""
+    subset_dropped: int = 0
+    """Of those, the ones a FAIL_TO_PASS test failed (dropped by that stage)."""
 
 
 class TaskRow(Part):

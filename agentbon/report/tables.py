@@ -435,6 +435,11 @@ def frontier(s: dict) -> Table | None:
         notes.insert(1, f"\"parses, then\": a task's candidates whose changed Python files do not all compile "
                      f"({f.get('unparsed', 0)} of {f.get('candidates', 0)} here) are dropped before the critic ranks "
                      "(all kept where none compiles); the check shares the apply's engine call.")
+    if f.get("subset_stage"):
+        notes.insert(1, f"\"FAIL_TO_PASS first, then\": those evidence tests run first on every candidate, and the "
+                     f"{f.get('subset_dropped', 0)} of {f.get('subset_costed', 0)} candidates one failed are dropped (all kept "
+                     "where all failed); the cost is the runner's own test times, which the candidate's code could "
+                     "misstate.")
     headers = ["policy", "tested", "container-s", "selected (%)", "points lost", "throughput"]
     return Table("frontier", "Staged verification: accuracy against verification cost", headers, rows, notes)
 

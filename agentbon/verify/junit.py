@@ -7,6 +7,7 @@ code, so it is size-capped and refused when it declares a DTD or entities.
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ class Case:
     name: str
     outcome: TestOutcome
     message: str = ""
+    seconds: float = 0.0
+    """Its ``time`` attribute: what the runner measured, in the sandbox that ran the candidate (only ever used to
+    estimate what a subset of the tests costs, never to decide anything)."""
 
 
 def parse_junit(data: bytes) -> list[Case]:
@@ -44,8 +48,20 @@ def parse_junit(data: bytes) -> list[Case]:
         raise JUnitError(f"JUnit XML does not parse: {e}") from e
     cases = []
     for el in root.iter("testcase"):
-        cases.append(Case(el.get("classname", ""), el.get("name", ""), *_outcome(el)))
+        cases.append(Case(el.get("classname", ""), el.get("name", ""), *_outcome(el), seconds=_seconds(el)))
     return cases
+
+
+MAX_CASE_SECONDS = 86_400.0
+
+
+def _seconds(el: ET.Element) -> float:
+    """A case's ``time`` in seconds: 0 where it is missing, not a number, negative or not finite; at most a day."""
+    try:
+        value = float(el.get("time") or 0.0)
+    except ValueError:
+        return 0.0
+    return min(value, MAX_CASE_SECONDS) if math.isfinite(value) and value > 0 else 0.0
 
 
 def _outcome(el: ET.Element) -> tuple[TestOutcome, str]:
@@ -107,6 +123,21 @@ def outcomes_for(ids: list[str], cases: list[Case], runner: Runner) -> dict[str,
             out[test_id] = modules[module]
         else:
             out[test_id] = "missing"
+    return out
+
+
+def durations_for(ids: list[str], cases: list[Case], runner: Runner) -> dict[str, float]:
+    """Seconds each id's case took (summed where a name repeats: setup and teardown reported apart); ids without
+    a case are left out."""
+    by_key: dict[tuple[str, str], float] = {}
+    for case in cases:
+        key = (case.classname, case.name)
+        by_key[key] = by_key.get(key, 0.0) + case.seconds
+    out: dict[str, float] = {}
+    for test_id in ids:
+        key = key_of(test_id, runner)
+        if key in by_key:
+            out[test_id] = round(by_key[key], 4)
     return out
 
 

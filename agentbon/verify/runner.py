@@ -48,7 +48,7 @@ from agentbon.types import Flag, Role, Rollout, Task, TestSet, Verdict, patch_ha
 from agentbon.verify import canary, evalscript, flaky, guard, harness, parsecheck, second
 from agentbon.verify.cache import VerdictCache
 from agentbon.verify.grading import crosscheck, grade, graded_ids
-from agentbon.verify.junit import JUnitError, outcomes_for, parse_junit
+from agentbon.verify.junit import JUnitError, durations_for, outcomes_for, parse_junit
 from agentbon.verify.scan import scan_patch
 
 SCRIPTS = {
@@ -422,6 +422,7 @@ class TestVerifier:
         except JUnitError as e:
             return "fail", f"not trusted: {e}", fields
         fields["tests"] = outcomes_for(graded_ids(tests), cases, tests.runner)
+        fields["test_s"] = durations_for(graded_ids(tests), cases, tests.runner)
         contradiction = crosscheck(tests.runner, code, cases)
         if contradiction:
             return "fail", f"not trusted: {contradiction}", fields

@@ -153,3 +153,22 @@ def set_parses(store: RunStore, parses: dict[str, bool]) -> None:
         for rid, ok in parses.items():
             v = store.verdicts("evidence")[rid]
             store.save_verdict(v.model_copy(update={"parses": ok, "parse_errors": [] if ok else [f"{rid}.py:1: x"]}))
+
+
+def set_test_times(store: RunStore, f2p_s: float, p2p_s: float, p2p_only_fails: list[str]) -> None:
+    """Give every task an evidence set of one FAIL_TO_PASS and one PASS_TO_PASS test, and every evidence verdict
+    their outcomes and times (the runner's JUnit ``time``): a failing candidate fails its FAIL_TO_PASS test, except
+    those in ``p2p_only_fails``, which fail only the other (the latest task definition and verdict win)."""
+    config = store.config()
+    tasks = []
+    for t in store.tasks():
+        f2p, p2p = f"test_{t.task_id}.py::test_value", f"test_{t.task_id}.py::test_other"
+        tasks.append(t.model_copy(update={"evidence": TestSet(fail_to_pass=[f2p], pass_to_pass=[p2p])}))
+    store.create(config, tasks, replace={t.task_id for t in tasks})
+    with mock.patch("agentbon.store.os.fsync"):
+        for rid, v in store.verdicts("evidence").items():
+            f2p, p2p = f"test_{v.task_id}.py::test_value", f"test_{v.task_id}.py::test_other"
+            passed = v.status == "pass"
+            outcomes = {f2p: "passed" if passed or rid in p2p_only_fails else "failed",
+                        p2p: "passed" if passed else "failed"}  # fmt: skip
+            store.save_verdict(v.model_copy(update={"tests": outcomes, "test_s": {f2p: f2p_s, p2p: p2p_s}}))

@@ -4,7 +4,7 @@ accuracy against the container-seconds those tests cost, per policy, in the summ
 from __future__ import annotations
 
 from pytest import approx
-from synth import flip_evidence, make_run, set_parses
+from synth import flip_evidence, make_run, set_parses, set_test_times
 from test_calibration_report import CRITIC, GRID
 
 from agentbon.report import build_summary, render_html, render_markdown
@@ -64,3 +64,51 @@ def test_the_parse_stage_drops_what_does_not_compile_before_the_critic_ranks(tmp
         render_markdown(s)
     )
 
+
+
+def test_the_fail_to_pass_tests_first_drop_candidates_at_a_fraction_of_the_cost(tmp_path):
+    store = make_run(tmp_path, GRID, {"critic": CRITIC})
+    # 1.5 s per evidence run: 0.3 s fixed, 0.2 s the FAIL_TO_PASS test, 1.0 s the PASS_TO_PASS one. e/3 (e's critic
+    # favourite, failing) passes its FAIL_TO_PASS test and fails only the other: the subset keeps it.
+    set_test_times(store, f2p_s=0.2, p2p_s=1.0, p2p_only_fails=["e/3"])
+    f = build_summary(store)["frontier"]
+    by = {p["policy"]: p for p in f["policies"]}
+    assert f["subset_stage"] and f["subset_costed"] == 24 and f["subset_dropped"] == 24 - 9 - 1  # 9 pass; e/3
+    full, staged = by["tests on all, then critic"], by["FAIL_TO_PASS first, then tests on all, then critic"]
+    assert staged["accuracy"] == full["accuracy"] == approx(5 / 6)  # an evidence pass needs its FAIL_TO_PASS test
+    # 24 candidates x 0.5 s (fixed part and the FAIL_TO_PASS test), then the rest (1.0 s) on the 14 that go on:
+    # a/0, b/0-1, d/0, d/2, e/2-3, f/0-2, and c's four (all of c's failed it, so none of them is dropped).
+    assert staged["container_s"] == approx(24 * 0.5 + 14 * 1.0) and staged["tested"] == 14
+    assert staged["throughput"] == approx(36 / 26, abs=1e-3)
+    top1 = by["FAIL_TO_PASS first, then critic, tests on top 1"]
+    assert top1["accuracy"] == approx(4 / 6)  # e/3 survives and is e's top: tested, it fails, and is chosen anyway
+    assert by["FAIL_TO_PASS first, then critic, tests on top 2"]["accuracy"] == approx(5 / 6)
+    assert by["FAIL_TO_PASS first, then critic alone"]["container_s"] == approx(12.0)
+    md = render_markdown(build_summary(store))
+    assert "the 14 of 24 candidates one failed are dropped" in md
+
+
+def test_no_subset_stage_without_test_times_or_without_tests_beyond_the_subset(tmp_path):
+    f = build_summary(make_run(tmp_path, GRID, {"critic": CRITIC}))["frontier"]
+    assert not f["subset_stage"] and not any(p["policy"].startswith("FAIL_TO_PASS") for p in f["policies"])
+
+
+def test_the_subset_stage_cost_and_finding_of_one_verdict():
+    from agentbon.report.data import subset_stage
+    from agentbon.types import TestSet, Verdict
+
+    tests = TestSet(fail_to_pass=["t.py::f1", "t.py::f2"], pass_to_pass=["t.py::p"])
+    v = Verdict(run_id="r", task_id="t", rollout_id="t/0", role="evidence", status="fail", duration_s=3.0,
+                tests={"t.py::f1": "passed", "t.py::f2": "passed", "t.py::p": "failed"},
+                test_s={"t.py::f1": 0.5, "t.py::f2": 0.25, "t.py::p": 1.5})  # fmt: skip
+    assert subset_stage(tests, v) == (0.75 + 0.75, False)  # the fixed 0.75 s, then the two FAIL_TO_PASS tests
+    failing = v.model_copy(update={"tests": {**v.tests, "t.py::f2": "missing"}})
+    assert subset_stage(tests, failing) == (1.5, True)
+    flaky = failing.model_copy(update={"flaky": {"t.py::f2": "excluded"}})
+    assert subset_stage(tests, flaky) == (1.25, False)  # decided apart (k of m): not part of the subset
+    shared = v.model_copy(update={"duration_s": 0.0})  # a verdict shared with an identical patch cost nothing
+    assert subset_stage(tests, shared) == (0.0, False)
+    forged = v.model_copy(update={"test_s": {"t.py::f1": 100.0, "t.py::f2": 0.0, "t.py::p": 0.0}})
+    assert subset_stage(tests, forged) == (3.0, False)  # never more than the verification's own seconds
+    assert subset_stage(TestSet(fail_to_pass=["t.py::f1"]), v) is None  # the subset would be the whole
+    assert subset_stage(tests, v.model_copy(update={"test_s": {}})) is None  # no times: no estimate

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentbon.verify.junit import Case, JUnitError, key_of, outcomes_for, parse_junit
+from agentbon.verify.junit import MAX_CASE_SECONDS, Case, JUnitError, durations_for, key_of, outcomes_for, parse_junit
 
 XML = b"""<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
@@ -55,3 +55,24 @@ def test_suspicious_or_broken_xml_is_refused(data):
 def test_cases_record_the_worst_message():
     case = parse_junit(XML)[1]
     assert case == Case("tests.test_a", "test_bad", "failed", "assert 1 == 2")
+
+
+def test_times_are_read_summed_per_test_and_never_trusted_past_sanity():
+    xml = b"""<testsuite>
+<testcase classname="t" name="test_a" time="0.25"/>
+<testcase classname="t" name="test_b" time="0.5"/>
+<testcase classname="t" name="test_b" time="0.25"><error message="teardown"/></testcase>
+<testcase classname="t" name="test_neg" time="-3"/>
+<testcase classname="t" name="test_nan" time="nan"/>
+<testcase classname="t" name="test_inf" time="inf"/>
+<testcase classname="t" name="test_word" time="fast"/>
+<testcase classname="t" name="test_huge" time="1e12"/>
+<testcase classname="t" name="test_none"/>
+</testsuite>"""
+    cases = parse_junit(xml)
+    assert [c.seconds for c in cases] == [0.25, 0.5, 0.25, 0.0, 0.0, 0.0, 0.0, MAX_CASE_SECONDS, 0.0]
+    ids = [f"t.py::test_{n}" for n in ("a", "b", "neg", "huge", "none", "absent")]
+    assert durations_for(ids, cases, "pytest") == {
+        "t.py::test_a": 0.25, "t.py::test_b": 0.75, "t.py::test_neg": 0.0, "t.py::test_huge": MAX_CASE_SECONDS,
+        "t.py::test_none": 0.0,
+    }  # fmt: skip

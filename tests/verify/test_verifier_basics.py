@@ -15,6 +15,7 @@ def test_gold_resolves_and_empty_does_not(calc, backend):
     assert gold.runner_exit_code == 1 and gold.patch_applied and gold.tampered == [] and gold.flags == []
     assert gold.reason == "all 2 tests passed; the second check agrees on 1 FAIL_TO_PASS"
     assert gold.parses is True and gold.parse_errors == []  # the image's python3 compiled calc/ops.py
+    assert set(gold.test_s) == set(gold.tests) and all(0 <= s < gold.duration_s for s in gold.test_s.values())
     empty = verifier.verify(calc.task, calc.rollout(""), "grade")
     assert empty.status == "fail" and empty.parses is None
     assert empty.tests["tests/test_hidden.py::test_add"] == "failed"
