@@ -7,7 +7,9 @@ samples in its curve sample; elsewhere it is NaN (``None`` in ``summary.json``),
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -94,6 +96,10 @@ def _selected(scores: np.ndarray, correct: np.ndarray, curve: np.ndarray, ks: li
     return np.asarray(selected_at_k(s, correct, ks))
 
 
+PARALLEL_CELLS = 1_000_000
+"""Samples (tasks x N) from which the selectors' curves are computed in threads (below, threads cost more)."""
+
+
 def compute_curves(
     correct: np.ndarray,
     valid: np.ndarray,
@@ -135,12 +141,22 @@ def compute_curves(
     n = n_all[rows]
     c = (cor * cur).sum(axis=1).round().astype(np.int64)
     cov = np.asarray(pass_at_k(n, c, ks)).reshape(tasks, width)
-    sel = {}
-    for name in names:
+
+    def selected(name: str) -> np.ndarray:
         est = estimators.get(name, "rank")
         cand = cand_of(name)
-        sel[name] = _selected(as_estimator_scores(scores[name][rows], est, cand), cor * cand, cur, ks, est)
-        sel[name] = sel[name].reshape(tasks, width)
+        return _selected(as_estimator_scores(scores[name][rows], est, cand), cor * cand, cur, ks, est).reshape(
+            tasks, width
+        )
+
+    # The selectors are independent and numpy's sorts and products release the GIL: one thread each, as many at a
+    # time as there are cores (the report for 10,000 tasks x 256, benchmarks/report_bench.py).
+    workers = min(len(names), os.cpu_count() or 1)
+    if workers > 1 and tasks * valid.shape[1] >= PARALLEL_CELLS:
+        with ThreadPoolExecutor(workers) as pool:
+            sel = dict(zip(names, pool.map(selected, names), strict=True))
+    else:
+        sel = {name: selected(name) for name in names}
     per_task_cov = np.full((valid.shape[0], width), np.nan)
     per_task_cov[rows] = np.where(n[:, None] >= np.asarray(ks)[None, :], cov, np.nan)
     nan = np.full(width, np.nan)

@@ -106,8 +106,10 @@ class RunData:
     (the verification's seconds less its tests' own) plus those tests' own (``Verdict.test_s``); 0 where unknown."""
     subset_fail: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
     """Cells with a FAIL_TO_PASS evidence test that did not pass (flaky ones aside): the subset stage drops them."""
+    subset_known: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
+    """Cells that have that stage: their evidence has FAIL_TO_PASS and PASS_TO_PASS tests and recorded times."""
     subset_checked: bool = False
-    """Whether any cell has the subset's cost (its evidence has FAIL_TO_PASS and PASS_TO_PASS tests and times)."""
+    """Whether any cell has that stage (``subset_known``)."""
     early_stop: dict[str, EarlyStopped] = field(default_factory=dict)
     """Task id → what early stop did to it (tasks it never stopped are absent)."""
     infra_events: list[dict] = field(default_factory=list)
@@ -174,7 +176,7 @@ def load_run(store: RunStore) -> RunData:
     correct, cells = np.zeros(shape), np.full(shape, MISSING, dtype=np.int8)
     candidate, oracle_candidate = np.zeros(shape, bool), np.zeros(shape, bool)
     evidence_pass, evidence_s, unparsed = np.zeros(shape, bool), np.zeros(shape), np.zeros(shape, bool)
-    subset_s, subset_fail = np.zeros(shape), np.zeros(shape, bool)
+    subset_s, subset_fail, subset_known = np.zeros(shape), np.zeros(shape, bool), np.zeros(shape, bool)
     parse_checked = False
     select = config.get("select") or {}
     allowed = list(select.get("allow_flags") or [])
@@ -200,6 +202,7 @@ def load_run(store: RunStore) -> RunData:
             subset = subset_stage(by_id[r.task_id].evidence_tests, seen.evidence)
             if subset is not None:
                 subset_s[i, j], subset_fail[i, j] = subset
+                subset_known[i, j] = True
         oracle_candidate[i, j] = invalid_reason(seen) is None
         candidate[i, j] = oracle_candidate[i, j] and not blocking_flags(seen, allowed)
     if select.get("flagged_fallback") == "flagged":  # a task whose candidates are all flagged: they are chosen from
@@ -235,7 +238,8 @@ def load_run(store: RunStore) -> RunData:
         parse_checked=parse_checked,
         subset_s=subset_s,
         subset_fail=subset_fail,
-        subset_checked=bool((subset_s > 0).any() or subset_fail.any()),
+        subset_known=subset_known,
+        subset_checked=bool(subset_known.any()),
         early_stop={t: s for t, s in stopped.items() if t in row},
         infra_events=store.events_of("infra"),
         path=store.path,

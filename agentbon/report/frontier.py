@@ -57,7 +57,7 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
     unparsed = cells & data.unparsed if data.parse_checked else np.zeros_like(cells)
     if data.parse_checked:  # the parse stage first: the candidates whose Python files all compile
         out += replay.policies(_narrowed(cells, cells & ~unparsed), "parses, then ")
-    subset = cells & (data.subset_s > 0) if data.subset_checked else np.zeros_like(cells)
+    subset = cells & data.subset_known if data.subset_checked else np.zeros_like(cells)
     if data.subset_checked:  # the evidence's FAIL_TO_PASS tests first, on every candidate; the rest on survivors
         kept = _narrowed(cells, cells & ~(subset & data.subset_fail))
         first_pass = float(np.where(subset, data.subset_s, 0.0).sum())

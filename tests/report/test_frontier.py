@@ -112,3 +112,16 @@ def test_the_subset_stage_cost_and_finding_of_one_verdict():
     assert subset_stage(tests, forged) == (3.0, False)  # never more than the verification's own seconds
     assert subset_stage(TestSet(fail_to_pass=["t.py::f1"]), v) is None  # the subset would be the whole
     assert subset_stage(tests, v.model_copy(update={"test_s": {}})) is None  # no times: no estimate
+
+
+def test_a_verdict_shared_with_an_identical_patch_is_dropped_by_the_subset_at_no_cost(tmp_path):
+    from unittest import mock
+
+    store = make_run(tmp_path, GRID, {"critic": CRITIC})
+    set_test_times(store, f2p_s=0.2, p2p_s=1.0, p2p_only_fails=["e/3"])
+    with mock.patch("agentbon.store.os.fsync"):  # d/1 failed its FAIL_TO_PASS test, in a verdict it shared
+        store.save_verdict(store.verdicts("evidence")["d/1"].model_copy(update={"duration_s": 0.0}))
+    f = build_summary(store)["frontier"]
+    by = {p["policy"]: p for p in f["policies"]}
+    assert f["subset_dropped"] == 14 and by["tests on all, then critic"]["container_s"] == approx(36 - 1.5)
+    assert by["FAIL_TO_PASS first, then tests on all, then critic"]["container_s"] == approx(23 * 0.5 + 14 * 1.0)
