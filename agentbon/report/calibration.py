@@ -17,12 +17,15 @@ run's selectors used and why, and whether a trained one beat the evidence baseli
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from agentbon.config import ReportConfig
 from agentbon.critic import calibration as cal
+from agentbon.report.compute import PARALLEL_CELLS
 from agentbon.report.data import RunData
 from agentbon.types import Rollout
 
@@ -111,12 +114,22 @@ def calibration_section(data: RunData, options: ReportConfig) -> dict[str, Any]:
     rows = np.nonzero(cells)[0]
     tasks = len(data.task_ids)
     recorded = _recorded(data, cells, used) if used != "none" else None
+    blocks: list[tuple[str, str, np.ndarray]] = []
     if recorded is not None:
-        out["critics"].append(_block(used, "run", labels, recorded, rows, tasks, options))
+        blocks.append((used, "run", recorded))
     elif used != "none":
         out["notes"].append(f"{used}: no scores recorded (add `critic` to select.selectors to measure it)")
-    baseline = data.evidence_pass[cells].astype(np.float64)
-    out["critics"].append(_block("evidence passed", "baseline", labels, baseline, rows, tasks, options))
+    blocks.append(("evidence passed", "baseline", data.evidence_pass[cells].astype(np.float64)))
+
+    def measured(block: tuple[str, str, np.ndarray]) -> dict[str, Any]:
+        return _block(block[0], block[1], labels, block[2], rows, tasks, options)
+
+    # Independent, and numpy's work in them mostly releases the GIL: in threads on a large run (report_bench).
+    if len(blocks) > 1 and labels.size >= PARALLEL_CELLS and (os.cpu_count() or 1) > 1:
+        with ThreadPoolExecutor(len(blocks)) as pool:
+            out["critics"] += list(pool.map(measured, blocks))
+    else:
+        out["critics"] += [measured(block) for block in blocks]
     oof, skipped = _out_of_fold(data, cells, labels, options.seed)
     if oof is None:
         out["notes"].append(f"classifier, out of fold: not fitted ({skipped})")

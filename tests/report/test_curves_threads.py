@@ -1,4 +1,4 @@
-"""The selectors' curves computed in threads (large runs) are the serial computation's, number for number."""
+"""Curves and calibration computed in threads (large runs) are the serial computation's, number for number."""
 
 from __future__ import annotations
 
@@ -23,3 +23,20 @@ def test_threaded_selectors_give_the_serial_curves(monkeypatch: pytest.MonkeyPat
         np.testing.assert_array_equal(threaded.per_task_selected[name], serial.per_task_selected[name])
         np.testing.assert_array_equal(threaded.selected[name].mean, serial.selected[name].mean)
         np.testing.assert_array_equal(threaded.loss[name].lo, serial.loss[name].lo)
+
+
+def test_threaded_calibration_gives_the_serial_blocks(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from synth import make_run
+    from test_calibration_report import CRITIC, GRID
+
+    from agentbon.config import ReportConfig
+    from agentbon.report import calibration
+    from agentbon.report.data import load_run
+
+    data = load_run(make_run(tmp_path, GRID, {"critic": CRITIC}))
+    serial = calibration.calibration_section(data, ReportConfig(bootstrap=100))
+    monkeypatch.setattr(calibration, "PARALLEL_CELLS", 0)
+    monkeypatch.setattr(calibration.os, "cpu_count", lambda: 2)
+    threaded = calibration.calibration_section(data, ReportConfig(bootstrap=100))
+    assert [b["role"] for b in threaded["critics"]] == ["run", "baseline", "out-of-fold"]
+    assert threaded == serial
