@@ -422,6 +422,9 @@ class Ranked(Record):
     rollout_id: str
     score: float
     reason: str = ""
+    tokens: int | None = None
+    """Tokens the critic spent scoring this candidate, where it calls a model and says so (the LLM judge); None
+    otherwise (no model, or a run before this was recorded)."""
 
 
 class Selection(Record):

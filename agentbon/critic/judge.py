@@ -89,6 +89,8 @@ class LLMJudge:
         self.max_patch_chars = max_patch_chars
         self.sources: dict[str, int] = {}
         """How many scores came from logprobs, a parsed answer, or neither."""
+        self.tokens: dict[str, int] = {}
+        """Rollout id → tokens its latest scoring spent (prompt and completion, as the server counted them)."""
 
     @classmethod
     def from_store(cls, model: Model, run_dir: str | Path, **kw: Any) -> LLMJudge:
@@ -124,4 +126,5 @@ class LLMJudge:
         response = self.model.chat(messages, seed=0, temperature=0.0, max_tokens=3, logprobs=True, top_logprobs=5)
         p, source = p_yes(response)
         self.sources[source] = self.sources.get(source, 0) + 1
+        self.tokens[rollout.rollout_id] = response.usage.prompt_tokens + response.usage.completion_tokens
         return p

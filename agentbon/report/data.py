@@ -116,6 +116,9 @@ class RunData:
     """The run's ``infra`` events (every failed attempt, retried or not)."""
     scores: dict[str, np.ndarray] = field(default_factory=dict)
     """Per selector, scores with NaN where a cell is not a valid candidate (rows of unselected tasks all NaN)."""
+    critic_tokens: np.ndarray | None = None
+    """Tokens the run's critic spent scoring each cell, where it calls a model and recorded them (``Ranked.tokens``,
+    the ``critic`` selector's); None otherwise."""
     oracle_scores: dict[str, np.ndarray] = field(default_factory=dict)
     selections: dict[str, dict[str, Selection]] = field(default_factory=dict)
     """Selector name → task id → Selection (oracles included)."""
@@ -254,7 +257,22 @@ def load_run(store: RunStore) -> RunData:
     for name, per_task in by_selector.items():
         target = data.oracle_scores if name in oracle_names else data.scores
         target[name] = _scores(data, per_task, row)
+    data.critic_tokens = _critic_tokens(data, by_selector.get("critic", {}), row)
     return data
+
+
+def _critic_tokens(data: RunData, per_task: dict[str, Selection], row: dict[str, int]) -> np.ndarray | None:
+    """Tokens the ``critic`` selector's critic spent on each cell (``Ranked.tokens``); None where it recorded none
+    (a critic that calls no model, or a run before they were recorded)."""
+    tokens = np.zeros(data.valid.shape)
+    seen = False
+    for task_id, selection in per_task.items():
+        for ranked in selection.ranked:
+            task, _, index = ranked.rollout_id.rpartition("/")
+            if ranked.tokens is not None and task == task_id and index.isdigit() and int(index) < data.n:
+                tokens[row[task_id], int(index)] = ranked.tokens
+                seen = True
+    return tokens if seen else None
 
 
 def _scores(data: RunData, per_task: dict[str, Selection], row: dict[str, int]) -> np.ndarray:

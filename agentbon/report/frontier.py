@@ -22,7 +22,8 @@ test run: a candidate whose patch is empty or does not apply, or that a blocking
 Selected accuracy is the share of the run's tasks whose chosen candidate passed the grade (no candidate: not
 solved). Verification cost is the evidence tests' container-seconds as recorded (a candidate whose verdict was
 shared with an identical patch's cost nothing; where only the copy falls in the top m, that undercounts) and, for
-a critic that calls a model, its tokens (not recorded per candidate: shown as unknown). "Throughput" is the
+a critic that calls a model (the judge), the tokens it spent on the candidates it ranked (``Ranked.tokens`` of the
+run's ``critic`` selector; unknown for runs before they were recorded). "Throughput" is the
 all-tests cost over the policy's cost: how many more candidates the same verification budget would check.
 """
 
@@ -75,7 +76,10 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
     return {
         "policies": out,
         "critic": critic_name,
-        "critic_tokens": "unknown" if critic_name == "llm-judge" else 0,
+        "critic_tokens": (
+            int(data.critic_tokens[cells].sum()) if data.critic_tokens is not None
+            else "unknown" if critic_name == "llm-judge" else 0
+        ),
         "anchor": ANCHOR,
         "parse_stage": data.parse_checked,
         "unparsed": int(unparsed.sum()),
@@ -102,6 +106,7 @@ class _Replay:
         self.rows = np.arange(order.shape[0])[:, None]
         self.right = (data.correct > 0)[self.rows, order]
         self.passing = data.evidence_pass[self.rows, order]
+        self.tokens = data.critic_tokens
 
     def policies(
         self, cells: np.ndarray, prefix: str, cost: np.ndarray | None = None, paid: float = 0.0
@@ -123,6 +128,9 @@ class _Replay:
         pass_rank = np.where(passing.any(axis=1), rank[every, pass_at], width + 1)
         first = np.argmax(ranked, axis=1)  # the critic's first candidate
         most = int(counts.max())
+        # The critic scores every candidate left in ``cells`` in every policy (it breaks the ties of "tests on all"
+        # as it ranks the others): what a critic that calls a model spent on them, where recorded.
+        tokens = None if self.tokens is None else int(self.tokens[cells].sum())
         policies: list[tuple[str, int]] = [(f"{prefix}tests on all, then critic", most)]
         m = 1
         while m < most:
@@ -140,5 +148,6 @@ class _Replay:
             out.append({
                 "policy": name, "tested": int(np.minimum(counts, top).sum()), "container_s": round(spend, 3),
                 "accuracy": round(float(solved.sum()) / tasks, 6) if tasks else 0.0, "throughput": spend,
+                "tokens": tokens,
             })  # fmt: skip
         return out

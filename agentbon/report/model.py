@@ -257,6 +257,8 @@ class FrontierPolicy(Part):
     throughput: float | None
     """The all-tests cost over this policy's (None where it ran no test)."""
     accuracy_drop_points: float
+    tokens: int | None = None
+    """Tokens the critic spent ranking this policy's candidates, where it calls a model and recorded them."""
 
 
 class Frontier(Part):

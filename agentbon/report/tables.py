@@ -441,6 +441,10 @@ def frontier(s: dict) -> Table | None:
                      "where all failed); the cost is the runner's own test times, which the candidate's code could "
                      "misstate.")
     headers = ["policy", "tested", "container-s", "selected (%)", "points lost", "throughput"]
+    if any(p.get("tokens") is not None for p in f["policies"]):  # a critic that calls a model: what it spent
+        headers.append("critic tokens")
+        for row, p in zip(rows, f["policies"], strict=True):
+            row.append("—" if p.get("tokens") is None else f"{p['tokens']:,}")
     return Table("frontier", "Staged verification: accuracy against verification cost", headers, rows, notes)
 
 

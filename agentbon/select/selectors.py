@@ -181,7 +181,16 @@ class CriticOnly(_Base):
         for i in valid:
             scores[i] = critic.get(i, 0.0)
             reasons[i] = f"{self._critic_name} {scores[i]:.3f}" if i in critic else "no critic"
-        return rank(self.name, task, candidates, scores, reasons, f"highest {self._critic_name} score", self.seed)
+        selection = rank(self.name, task, candidates, scores, reasons, f"highest {self._critic_name} score", self.seed)
+        spent: dict[str, int] = getattr(self.critic, "tokens", None) or {}
+        if not spent:
+            return selection
+        # What a critic that calls a model spent on each candidate: the report's frontier counts it as the cost of
+        # ranking by the critic (report/frontier.py).
+        scored = {candidates[i].rollout.rollout_id for i in critic}
+        ranked = [r.model_copy(update={"tokens": spent.get(r.rollout_id) if r.rollout_id in scored else None})
+                  for r in selection.ranked]  # fmt: skip
+        return selection.model_copy(update={"ranked": ranked})
 
 
 class Majority(_Base):

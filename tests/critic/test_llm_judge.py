@@ -64,3 +64,20 @@ def test_trajectory_is_trimmed_from_the_end():
     msgs = [{"role": "user", "content": f"m{i} " + "x" * 1000} for i in range(30)]
     text = trim_trajectory(msgs, budget=2000)
     assert len(text) <= 2100 and "m29" in text and "m3 " not in text
+
+
+def test_the_tokens_the_judge_spends_reach_the_critic_selectors_ranking():
+    from agentbon.config import SelectConfig
+    from agentbon.protocols import Candidate
+    from agentbon.select import make_selector
+
+    model = ScriptedModel(["YES", "NO"])
+    second = ROLLOUT.model_copy(update={"index": 1, "patch": PATCH.replace("a + b", "b + a")})
+    empty = ROLLOUT.model_copy(update={"index": 2, "patch": ""})
+    selector = make_selector("critic", SelectConfig(critic="judge"), model=model)
+    selection = selector.select(TASK, [Candidate(rollout=r) for r in (ROLLOUT, second, empty)])
+    spent = [call["messages"][0]["content"] for call in model.calls]
+    words = {r.rollout_id: r.tokens for r in selection.ranked}
+    # ScriptedModel counts words: the prompt's, then the one-word reply; an empty patch is never asked about.
+    assert words == {"t/0": len(spent[0].split()) + 1, "t/1": len(spent[1].split()) + 1, "t/2": None}
+    assert selection.winner == "t/0"

@@ -125,3 +125,23 @@ def test_a_verdict_shared_with_an_identical_patch_is_dropped_by_the_subset_at_no
     by = {p["policy"]: p for p in f["policies"]}
     assert f["subset_dropped"] == 14 and by["tests on all, then critic"]["container_s"] == approx(36 - 1.5)
     assert by["FAIL_TO_PASS first, then tests on all, then critic"]["container_s"] == approx(23 * 0.5 + 14 * 1.0)
+
+
+def test_a_critic_that_calls_a_model_costs_its_recorded_tokens_per_candidate_it_ranks(tmp_path):
+    from unittest import mock
+
+    store = make_run(tmp_path, GRID, {"critic": CRITIC})
+    set_parses(store, {"e/3": False})
+    with mock.patch("agentbon.store.os.fsync"):  # as the judge records them: tokens per ranked candidate
+        for s in store.selections():
+            if s.selector == "critic":
+                ranked = [r.model_copy(update={"tokens": 100}) for r in s.ranked]
+                store.save_selection(s.model_copy(update={"ranked": ranked}))
+    summary = build_summary(store)
+    f = summary["frontier"]
+    by = {p["policy"]: p for p in f["policies"]}
+    assert f["critic_tokens"] == 2400 and by["critic alone"]["tokens"] == by["critic, tests on top 1"]["tokens"] == 2400
+    assert by["parses, then critic alone"]["tokens"] == 2300  # e/3 was dropped before the critic ranked
+    assert "| critic tokens |" in render_markdown(summary) and "2,300" in render_markdown(summary)
+    plain = build_summary(make_run(tmp_path / "plain", GRID, {"critic": CRITIC}))["frontier"]
+    assert plain["critic_tokens"] == 0 and all(p["tokens"] is None for p in plain["policies"])
