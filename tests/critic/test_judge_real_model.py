@@ -57,6 +57,9 @@ def test_the_judge_reads_p_yes_from_the_real_servers_logprobs(served_model) -> N
         # as a fresh one (measured: 0.5712 then 0.5717): the same p, to the judge's precision.
         assert judge.score(task, rollout, evidence) == pytest.approx(scores[name], abs=0.02)
     assert judge.sources == {"logprobs": 4}, judge.sources
+    # The server's own count of each scoring's tokens: a prompt of a few hundred, and the answer.
+    assert sorted(judge.tokens) == [f"{task.task_id}/0", f"{task.task_id}/1"], judge.tokens
+    assert all(100 < t < 8192 for t in judge.tokens.values()), judge.tokens
     empty = Rollout(run_id="judge", task_id=task.task_id, index=9, status="submitted", patch="")
     assert judge.score(task, empty, None) == 0.0  # an empty patch is never sent to the model
     print(f"p(YES) from {QWEN_CODER_1_5B.filename}: " + ", ".join(f"{k} {v:.3f}" for k, v in scores.items()))
