@@ -10,7 +10,8 @@ slots free up, to the task whose next rollout is expected to buy the most:
   verified pass (it is solved; early stop also ends it). A task whose evidence is not its grade (SWE-bench: the
   hidden tests decide) is not solved by a pass of its evidence, which the demo's runs show failing the grade often
   enough to matter: it goes to the back of the queue instead, and gets more rollouts only when every task without
-  a pass is at ``n`` (not merely waiting for its verdicts), fewest evidence passes first (each further candidate is one more the selector can choose);
+  a pass is at ``n`` (not merely waiting for its verdicts), fewest evidence passes first (each further candidate
+  is one more the selector can choose);
 - the estimate is the posterior mean of the task's pass rate under a Beta prior fitted to the batch (its pooled
   rate of evidence passes so far, worth ``PRIOR_WEIGHT`` samples), discounted by the rollouts it already has in
   flight (each must fail for the next one to be its first pass); ties go to the task whose candidates came closest
@@ -134,9 +135,9 @@ class Allocator:
         return out
 
     def _rank(self, s: TaskState, prior: tuple[float, float]) -> tuple:
-        """The larger the sooner: tasks without a verified pass first, then the fewest passes, the estimate, the
-        closest candidates, the fewest rollouts."""
-        return (s.passes == 0, -s.passes, self.estimate(s, prior), s.progress, -s.allotted, s.task_id)
+        """The larger the sooner: the fewest verified passes (none first), then the estimate, the closest
+        candidates, the fewest rollouts."""
+        return (-s.passes, self.estimate(s, prior), s.progress, -s.allotted, s.task_id)
 
     def _cap(self, s: TaskState) -> int:
         return self.n if s.limit is None else min(self.n, s.limit)

@@ -17,15 +17,13 @@ run's selectors used and why, and whether a trained one beat the evidence baseli
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from agentbon.config import ReportConfig
 from agentbon.critic import calibration as cal
-from agentbon.report.compute import PARALLEL_CELLS
+from agentbon.report.compute import mapped
 from agentbon.report.data import RunData
 from agentbon.types import Rollout
 
@@ -124,12 +122,7 @@ def calibration_section(data: RunData, options: ReportConfig) -> dict[str, Any]:
     def measured(block: tuple[str, str, np.ndarray]) -> dict[str, Any]:
         return _block(block[0], block[1], labels, block[2], rows, tasks, options)
 
-    # Independent, and numpy's work in them mostly releases the GIL: in threads on a large run (report_bench).
-    if len(blocks) > 1 and labels.size >= PARALLEL_CELLS and (os.cpu_count() or 1) > 1:
-        with ThreadPoolExecutor(len(blocks)) as pool:
-            out["critics"] += list(pool.map(measured, blocks))
-    else:
-        out["critics"] += [measured(block) for block in blocks]
+    out["critics"] += mapped(measured, blocks, labels.size)  # independent blocks
     oof, skipped = _out_of_fold(data, cells, labels, options.seed)
     if oof is None:
         out["notes"].append(f"classifier, out of fold: not fitted ({skipped})")

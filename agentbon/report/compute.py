@@ -8,10 +8,10 @@ samples in its curve sample; elsewhere it is NaN (``None`` in ``summary.json``),
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -97,7 +97,22 @@ def _selected(scores: np.ndarray, correct: np.ndarray, curve: np.ndarray, ks: li
 
 
 PARALLEL_CELLS = 1_000_000
-"""Samples (tasks x N) from which the selectors' curves are computed in threads (below, threads cost more)."""
+"""Samples (tasks x N) from which the report's independent parts are computed in threads (below, threads cost
+more than they save)."""
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def mapped(fn: Callable[[T], R], items: Sequence[T], samples: int) -> list[R]:
+    """``fn`` over ``items``, in threads (one each, as many at a time as there are cores) where there are at least
+    ``PARALLEL_CELLS`` samples: numpy's sorts, searches and products release the GIL (benchmarks/report_bench.py).
+    The results are the serial computation's, in the items' order."""
+    workers = min(len(items), os.cpu_count() or 1)
+    if workers > 1 and samples >= PARALLEL_CELLS:
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(fn, items))
+    return [fn(item) for item in items]
 
 
 def compute_curves(
@@ -149,14 +164,7 @@ def compute_curves(
             tasks, width
         )
 
-    # The selectors are independent and numpy's sorts and products release the GIL: one thread each, as many at a
-    # time as there are cores (the report for 10,000 tasks x 256, benchmarks/report_bench.py).
-    workers = min(len(names), os.cpu_count() or 1)
-    if workers > 1 and tasks * valid.shape[1] >= PARALLEL_CELLS:
-        with ThreadPoolExecutor(workers) as pool:
-            sel = dict(zip(names, pool.map(selected, names), strict=True))
-    else:
-        sel = {name: selected(name) for name in names}
+    sel = dict(zip(names, mapped(selected, names, tasks * valid.shape[1]), strict=True))  # independent selectors
     per_task_cov = np.full((valid.shape[0], width), np.nan)
     per_task_cov[rows] = np.where(n[:, None] >= np.asarray(ks)[None, :], cov, np.nan)
     nan = np.full(width, np.nan)

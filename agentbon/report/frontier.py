@@ -61,9 +61,9 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
     subset = cells & data.subset_known if data.subset_checked else np.zeros_like(cells)
     if data.subset_checked:  # the evidence's FAIL_TO_PASS tests first, on every candidate; the rest on survivors
         kept = _narrowed(cells, cells & ~(subset & data.subset_fail))
-        first_pass = float(np.where(subset, data.subset_s, 0.0).sum())
+        subset_cost = float(np.where(subset, data.subset_s, 0.0).sum())
         rest = np.where(subset, data.evidence_s - data.subset_s, data.evidence_s)
-        out += replay.policies(kept, "FAIL_TO_PASS first, then ", cost=rest, paid=first_pass)
+        out += replay.policies(kept, "FAIL_TO_PASS first, then ", cost=rest, paid=subset_cost)
     full_cost = out[0]["throughput"]
     for row in out:
         row["throughput"] = round(full_cost / row["throughput"], 3) if row["throughput"] > 0 else None
