@@ -318,6 +318,14 @@ class VerifyConfig(Section):
     """m: the most runs a flaky test gets in one verification (the first included)."""
     flaky_passes: int = Field(default=2, ge=1)
     """k: the passes a flaky test needs out of ``flaky_runs`` to count as passed."""
+    fail_to_pass_first: bool = False
+    """Run a test set's FAIL_TO_PASS tests alone first and stop there when one of them fails (the verdict is then
+    ``fail`` whatever the PASS_TO_PASS tests do, and those are recorded in ``Verdict.not_run``); a candidate that
+    passes them runs the PASS_TO_PASS tests next, in a second runner call. Saves the PASS_TO_PASS run of every
+    candidate that fails a FAIL_TO_PASS test, at one more runner start for each that passes: the report's frontier
+    ("FAIL_TO_PASS first") shows on a run's own records whether it pays. Needs agentbon's runner (``pytest``,
+    ``unittest``); a harness eval script or a ``command`` runs whole. Leave it off for suites whose tests depend on
+    running in one process in order."""
 
     @model_validator(mode="after")
     def _k_of_m(self) -> VerifyConfig:

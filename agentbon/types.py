@@ -398,6 +398,9 @@ class Verdict(Record):
     """Seconds each graded test took, from the runner's JUnit XML (written in the sandbox that ran the candidate,
     so only ever used to estimate what running a subset of the tests would cost: the report's frontier, never the
     status). Empty where the runner reports no times (a harness log, a command)."""
+    not_run: list[str] = Field(default_factory=list)
+    """Graded tests not run because a FAIL_TO_PASS test had already failed (``verify.fail_to_pass_first``): the
+    status is ``fail`` whatever they would have done."""
     reason: str = ""
     """One line saying why (``FAIL_TO_PASS tests::test_x failed``, ``patch does not apply``...)."""
     duration_s: float = 0.0

@@ -110,6 +110,9 @@ class RunData:
     """Cells that have that stage: their evidence has FAIL_TO_PASS and PASS_TO_PASS tests and recorded times."""
     subset_checked: bool = False
     """Whether any cell has that stage (``subset_known``)."""
+    subset_live: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
+    """Cells whose evidence verification ran that stage itself and stopped after it (``verify.fail_to_pass_first``;
+    ``Verdict.not_run``): their seconds are already the stage's."""
     early_stop: dict[str, EarlyStopped] = field(default_factory=dict)
     """Task id → what early stop did to it (tasks it never stopped are absent)."""
     infra_events: list[dict] = field(default_factory=list)
@@ -180,6 +183,7 @@ def load_run(store: RunStore) -> RunData:
     candidate, oracle_candidate = np.zeros(shape, bool), np.zeros(shape, bool)
     evidence_pass, evidence_s, unparsed = np.zeros(shape, bool), np.zeros(shape), np.zeros(shape, bool)
     subset_s, subset_fail, subset_known = np.zeros(shape), np.zeros(shape, bool), np.zeros(shape, bool)
+    subset_live = np.zeros(shape, bool)
     parse_checked = False
     select = config.get("select") or {}
     allowed = list(select.get("allow_flags") or [])
@@ -206,6 +210,7 @@ def load_run(store: RunStore) -> RunData:
             if subset is not None:
                 subset_s[i, j], subset_fail[i, j] = subset
                 subset_known[i, j] = True
+            subset_live[i, j] = bool(seen.evidence.not_run)
         oracle_candidate[i, j] = invalid_reason(seen) is None
         candidate[i, j] = oracle_candidate[i, j] and not blocking_flags(seen, allowed)
     if select.get("flagged_fallback") == "flagged":  # a task whose candidates are all flagged: they are chosen from
@@ -243,6 +248,7 @@ def load_run(store: RunStore) -> RunData:
         subset_fail=subset_fail,
         subset_known=subset_known,
         subset_checked=bool(subset_known.any()),
+        subset_live=subset_live,
         early_stop={t: s for t, s in stopped.items() if t in row},
         infra_events=store.events_of("infra"),
         path=store.path,

@@ -86,6 +86,7 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
         "subset_stage": data.subset_checked,
         "subset_costed": int(subset.sum()),
         "subset_dropped": int((subset & data.subset_fail).sum()),
+        "subset_live": int((subset & data.subset_live).sum()) if data.subset_checked else 0,
         "candidates": int(cells.sum()),
     }
 

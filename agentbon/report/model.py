@@ -281,6 +281,9 @@ class Frontier(Part):
     """Graded candidates whose FAIL_TO_PASS-first cost is known."""
     subset_dropped: int = 0
     """Of those, the ones a FAIL_TO_PASS test failed (dropped by that stage)."""
+    subset_live: int = 0
+    """Graded candidates whose evidence verification ran that stage itself and stopped after it
+    (``verify.fail_to_pass_first``): the run did not run their PASS_TO_PASS tests."""
 
 
 class TaskRow(Part):

@@ -440,6 +440,10 @@ def frontier(s: dict) -> Table | None:
                      f"{f.get('subset_dropped', 0)} of {f.get('subset_costed', 0)} candidates one failed are dropped (all kept "
                      "where all failed); the cost is the runner's own test times, which the candidate's code could "
                      "misstate.")
+    if f.get("subset_live"):
+        notes.insert(1, f"This run verified FAIL_TO_PASS first (verify.fail_to_pass_first): {f['subset_live']} "
+                     "candidates stopped there without running their PASS_TO_PASS tests, and every policy's "
+                     "container-seconds are what the run spent.")
     headers = ["policy", "tested", "container-s", "selected (%)", "points lost", "throughput"]
     if any(p.get("tokens") is not None for p in f["policies"]):  # a critic that calls a model: what it spent
         headers.append("critic tokens")

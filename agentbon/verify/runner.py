@@ -203,14 +203,49 @@ class TestVerifier:
             return status, reason, {**fields, "flaky": notes} if notes else fields
         self._apply_tests(sandbox, tests, vdir)
         activate = task.kind == "swebench"
-        report, junit, plan = self._run_tests(sandbox, treat.graded, vdir, activate=activate)
-        judged = self._judge(treat.graded, report, junit, plan)
+        judged = self._run_graded(sandbox, treat, vdir, activate)
         if treat.rerun:
             judged = self._rerun_flaky(sandbox, treat, vdir, activate, judged, notes)
         if not sandbox.isolation.startswith("docker"):  # a container goes with its files
             self._sh(sandbox, f"rm -rf {vdir}")
         status, reason, fields = judged
         return status, reason, {**fields, "flaky": notes} if notes else fields
+
+    def _run_graded(self, sandbox: Sandbox, treat: flaky.Treatment, vdir: str, activate: bool) -> tuple[str, str, dict]:
+        """Run the graded tests and judge them: in one runner call, or with ``verify.fail_to_pass_first`` the
+        FAIL_TO_PASS tests first and the PASS_TO_PASS ones only where no stable FAIL_TO_PASS test failed
+        (docs/estimators.md, "Staged verification"). The verdict is the one a single run would give; what the
+        early stop left unrun is in ``not_run``."""
+        graded = treat.graded
+        staged = self.config.fail_to_pass_first and graded.runner in ("pytest", "unittest")
+        if not (staged and graded.fail_to_pass and graded.pass_to_pass):
+            return self._run_judged(sandbox, graded, vdir, activate)
+        first = graded.model_copy(update={"pass_to_pass": []})
+        status, reason, fields = self._run_judged(sandbox, first, vdir, activate)
+        outcomes: dict = fields.get("tests") or {}
+        trusted = "tests" in fields and grade(first, outcomes) == (status, reason)
+        if not trusted or any(outcomes.get(t) != "passed" for t in first.fail_to_pass if t not in treat.rerun):
+            # Failed, or not trusted (a fail too): no PASS_TO_PASS outcome could make it a pass.
+            skipped = len(graded.pass_to_pass)
+            return status, f"{reason} (FAIL_TO_PASS first: {skipped} PASS_TO_PASS test(s) not run)", {
+                **fields, "not_run": list(graded.pass_to_pass)
+            }
+        rest = graded.model_copy(update={"fail_to_pass": []})
+        then_status, then_reason, then = self._run_judged(sandbox, rest, vdir, activate)
+        merged = {
+            **then,
+            "tests": {**outcomes, **then.get("tests", {})},
+            "test_s": {**fields.get("test_s", {}), **then.get("test_s", {})},
+            "flags": [*fields.get("flags", []), *then.get("flags", [])],
+        }
+        if "tests" not in then or grade(rest, then["tests"]) != (then_status, then_reason):
+            return then_status, then_reason, merged  # the second call not trusted: it decides, as a failed run
+        status, reason = grade(graded, merged["tests"])
+        return status, reason, merged
+
+    def _run_judged(self, sandbox: Sandbox, tests: TestSet, vdir: str, activate: bool) -> tuple[str, str, dict]:
+        report, junit, plan = self._run_tests(sandbox, tests, vdir, activate=activate)
+        return self._judge(tests, report, junit, plan)
 
     def _rerun_flaky(
         self, sandbox: Sandbox, treat: flaky.Treatment, vdir: str, activate: bool, first: tuple[str, str, dict],
@@ -223,6 +258,9 @@ class TestVerifier:
         only while the stable tests all passed (else the verdict is ``fail`` whatever the flaky ones do). A rerun
         that is not trusted decides the verdict as the first run's would."""
         status, reason, fields = first
+        if fields.get("not_run"):  # a stable FAIL_TO_PASS test failed, and the run stopped there
+            notes.update({t: "not rerun: a stable FAIL_TO_PASS test failed" for t in treat.rerun})
+            return first
         outcomes = fields.get("tests")
         graded = treat.graded
         passes, runs = self.config.flaky_passes, self.config.flaky_runs
@@ -241,8 +279,7 @@ class TestVerifier:
                     "pass_to_pass": [t for t in graded.pass_to_pass if t in ids],
                 }
             )
-            report, junit, plan = self._run_tests(sandbox, subset, vdir, activate=activate)
-            again = self._judge(subset, report, junit, plan)
+            again = self._run_judged(sandbox, subset, vdir, activate)
             if "tests" not in again[2] or grade(subset, again[2]["tests"]) != again[:2]:
                 flags = [*fields.get("flags", []), *again[2].get("flags", [])]
                 notes.update({t: f"rerun not trusted: {again[1]}" for t in ids})

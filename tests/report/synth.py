@@ -155,10 +155,14 @@ def set_parses(store: RunStore, parses: dict[str, bool]) -> None:
             store.save_verdict(v.model_copy(update={"parses": ok, "parse_errors": [] if ok else [f"{rid}.py:1: x"]}))
 
 
-def set_test_times(store: RunStore, f2p_s: float, p2p_s: float, p2p_only_fails: list[str]) -> None:
+def set_test_times(
+    store: RunStore, f2p_s: float, p2p_s: float, p2p_only_fails: list[str], live: bool = False
+) -> None:
     """Give every task an evidence set of one FAIL_TO_PASS and one PASS_TO_PASS test, and every evidence verdict
     their outcomes and times (the runner's JUnit ``time``): a failing candidate fails its FAIL_TO_PASS test, except
-    those in ``p2p_only_fails``, which fail only the other (the latest task definition and verdict win)."""
+    those in ``p2p_only_fails``, which fail only the other (the latest task definition and verdict win). ``live``:
+    the run verified FAIL_TO_PASS first itself, so a candidate that failed that test stopped there, its PASS_TO_PASS
+    test not run and its seconds less that test's."""
     config = store.config()
     tasks = []
     for t in store.tasks():
@@ -171,4 +175,8 @@ def set_test_times(store: RunStore, f2p_s: float, p2p_s: float, p2p_only_fails: 
             passed = v.status == "pass"
             outcomes = {f2p: "passed" if passed or rid in p2p_only_fails else "failed",
                         p2p: "passed" if passed else "failed"}  # fmt: skip
-            store.save_verdict(v.model_copy(update={"tests": outcomes, "test_s": {f2p: f2p_s, p2p: p2p_s}}))
+            update = {"tests": outcomes, "test_s": {f2p: f2p_s, p2p: p2p_s}}
+            if live and outcomes[f2p] == "failed":
+                update = {"tests": {f2p: "failed"}, "test_s": {f2p: f2p_s}, "not_run": [p2p],
+                          "duration_s": v.duration_s - p2p_s}  # fmt: skip
+            store.save_verdict(v.model_copy(update=update))

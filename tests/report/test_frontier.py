@@ -88,6 +88,22 @@ def test_the_fail_to_pass_tests_first_drop_candidates_at_a_fraction_of_the_cost(
     assert "the 14 of 24 candidates one failed are dropped" in md
 
 
+def test_a_run_that_verified_fail_to_pass_first_itself_says_so_and_costs_what_it_spent(tmp_path):
+    store = make_run(tmp_path, GRID, {"critic": CRITIC})
+    set_test_times(store, f2p_s=0.2, p2p_s=1.0, p2p_only_fails=["e/3"], live=True)
+    s = build_summary(store)
+    f = s["frontier"]
+    by = {p["policy"]: p for p in f["policies"]}
+    assert f["subset_live"] == 14 and f["subset_dropped"] == 14
+    # What the run spent: 14 candidates stopped after 0.5 s, 10 ran both calls (1.5 s).
+    assert by["tests on all, then critic"]["container_s"] == approx(14 * 0.5 + 10 * 1.5)
+    staged = by["FAIL_TO_PASS first, then tests on all, then critic"]
+    assert staged["container_s"] == approx(14 * 0.5 + 10 * 1.5) and staged["accuracy"] == approx(5 / 6)
+    assert "This run verified FAIL_TO_PASS first (verify.fail_to_pass_first): 14 candidates stopped there" in (
+        render_markdown(s)
+    )
+
+
 def test_no_subset_stage_without_test_times_or_without_tests_beyond_the_subset(tmp_path):
     f = build_summary(make_run(tmp_path, GRID, {"critic": CRITIC}))["frontier"]
     assert not f["subset_stage"] and not any(p["policy"].startswith("FAIL_TO_PASS") for p in f["policies"])
