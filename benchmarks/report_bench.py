@@ -58,7 +58,7 @@ def run_data(correct: np.ndarray, valid: np.ndarray, critic: np.ndarray, n: int)
         correct=correct, cells=cells, candidate=valid, evidence_pass=evidence, scores={"critic": squashed},
         evidence_s=np.where(valid, 2.0, 0.0), unparsed=valid & (correct == 0) & (rng.random(correct.shape) < 0.2),
         parse_checked=True, subset_s=np.where(valid, 0.5, 0.0), subset_fail=valid & ~evidence & (rng.random(correct.shape) < 0.7),
-        subset_known=valid, subset_checked=True,
+        subset_known=valid, subset_checked=True, subset_live=np.zeros_like(valid),
     )  # fmt: skip
 
 

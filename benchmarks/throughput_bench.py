@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -180,6 +181,58 @@ class RunningRay:
         self.proc.wait(60)
 
 
+class ProcessCpu:
+    """CPU seconds by process group over a window: every process's own time and the time of the children it reaped
+    (from ``/proc/PID/stat``), grouped by what the process is. A container's processes are reaped by the machine's
+    init once their shim exits, so their time shows as "reaped by init (container processes, shims)". Where the
+    groups add up to more than the machine's busy time, children reaped in the window had started before it."""
+
+    GROUPS = (
+        ("raylet", "raylet"), ("gcs_server", "Ray GCS"), ("dockerd", "dockerd"), ("containerd-shim", "containerd shims"),
+        ("containerd", "containerd"), ("kworker", "kernel workers"), ("ksoftirqd", "kernel workers"),
+    )  # fmt: skip
+
+    @staticmethod
+    def snapshot() -> dict[int, tuple[str, str, float, float]]:
+        out = {}
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                stat = (d / "stat").read_text()
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            comm, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+            own, reaped = (int(fields[11]) + int(fields[12])) / 100, (int(fields[13]) + int(fields[14])) / 100
+            out[int(d.name)] = (comm, cmd, own, reaped)
+        return out
+
+    @classmethod
+    def group(cls, pid: int, comm: str, cmd: str) -> str:
+        if pid == os.getpid():
+            return "this process (driver, scripted model server)"
+        if pid == 1:
+            return "init"
+        if comm.startswith("ray::") or "default_worker" in cmd:
+            return "Ray workers (rollouts, verifications, tracker)"
+        if "ray" in cmd and "python" in cmd:
+            return "Ray's Python services"
+        return next((name for prefix, name in cls.GROUPS if comm.startswith(prefix)), "other")
+
+    @classmethod
+    def between(cls, a: dict, b: dict) -> dict[str, float]:
+        groups: dict[str, float] = {}
+        for pid, (comm, cmd, own, reaped) in b.items():
+            was = a.get(pid)
+            same = was is not None and was[0] == comm
+            name = cls.group(pid, comm, cmd)
+            groups[name] = groups.get(name, 0.0) + own - (was[2] if same else 0.0)
+            child = "reaped by init (container processes, shims)" if name == "init" else f"reaped by {name}"
+            groups[child] = groups.get(child, 0.0) + reaped - (was[3] if same else 0.0)
+        return groups
+
+
 def left_behind(run_id: str) -> int:
     """Containers carrying the run's label once it has returned (its reap should have left none)."""
     from agentbon.sandbox.common import label_filters
@@ -240,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     task = make_task(root)
     image = DockerBackend().prepare(task)
     rows: dict[tuple[int, str], list[dict[str, float]]] = {}
+    by_process: dict[int, tuple[dict[str, float], float, float]] = {}
     with ScriptedServer(script, model=MODEL) as server, CpuClock() as clock:
         for round_ in range(args.rounds):
             for s in slots:
@@ -250,8 +304,12 @@ def main(argv: list[str] | None = None) -> int:
                     rows.setdefault((s, "new" if shipped else "old"), []).append(got)
                 ray = RunningRay(s)
                 try:
+                    before, busy = ProcessCpu.snapshot(), CpuClock.busy()
                     got = agentbon_run(task, root, server.url, args.rollouts, s, True, clock, ray.address)
+                    after, busy_after = ProcessCpu.snapshot(), CpuClock.busy()
                     rows.setdefault((s, "warm-ray"), []).append(got)
+                    if busy is not None and busy_after is not None:
+                        by_process[s] = (ProcessCpu.between(before, after), busy_after - busy, got["rollouts"])
                 finally:
                     import ray as ray_api
 
@@ -297,6 +355,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{s} slots: a rollout, verification included, costs {cpu:.1f}x a bare container's CPU; the sandbox "
               f"alone {1 / bound:.1f}x, so where the CPU is the limit no rollout can reach more than {bound:.2f} of "
               "the bare rate")  # fmt: skip
+    for s, (groups, busy, count) in by_process.items():
+        print(f"\nwhere the CPU went, {s} slots, Ray already running (last round; the machine busy "
+              f"{busy / count:.3f} CPU s per rollout, call to return):")
+        for name, cpu in sorted(groups.items(), key=lambda g: -g[1]):
+            if cpu / count >= 0.005:
+                print(f"  {name:55s} {cpu / count:.3f} CPU s per rollout")
     for s in slots:
         ratio = med(s, "new", "per_s") / med(s, "bare", "per_s")
         before = med(s, "old", "per_s") / med(s, "bare", "per_s")
