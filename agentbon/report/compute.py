@@ -115,18 +115,6 @@ def mapped(fn: Callable[[T], R], items: Sequence[T], samples: int) -> list[R]:
     return [fn(item) for item in items]
 
 
-def together(parts: Sequence[Callable[[], object]], samples: int) -> list[object]:
-    """Call the report's independent ``parts`` (the curves, the calibration, the frontier), all at once in threads
-    of their own where there are at least ``PARALLEL_CELLS`` samples, else one after another; their results in
-    order. Each part may map its own items in threads (``mapped``): together they keep every core busy where one
-    part alone would leave a core idle while its last item runs (benchmarks/report_bench.py)."""
-    if len(parts) > 1 and (os.cpu_count() or 1) > 1 and samples >= PARALLEL_CELLS:
-        with ThreadPoolExecutor(len(parts)) as pool:
-            futures = [pool.submit(part) for part in parts]
-            return [future.result() for future in futures]
-    return [part() for part in parts]
-
-
 def compute_curves(
     correct: np.ndarray,
     valid: np.ndarray,

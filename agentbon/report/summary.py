@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from typing import Any, cast
 
 import numpy as np
 from pydantic import ValidationError
@@ -14,7 +13,7 @@ from agentbon.errors import ConfigError
 from agentbon.metrics import doubling_ks
 from agentbon.report.budget import budget_section
 from agentbon.report.calibration import calibration_section
-from agentbon.report.compute import Curves, Estimator, compute_curves, together
+from agentbon.report.compute import Curves, Estimator, compute_curves
 from agentbon.report.costs import cost_section, theory_section
 from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA, PASS, UNGRADED, RunData, load_run
 from agentbon.report.flags import flag_section
@@ -145,14 +144,7 @@ def build_report(store: RunStore, data: RunData | None = None, **overrides: obje
     """Everything ``report.md``, ``report.html`` and the terminal show, as one typed, versioned record."""
     data = data or load_run(store)
     options = report_options(data.config, **overrides)
-    curves, calibration, frontier = cast(
-        "tuple[Curves, dict[str, Any], dict[str, Any] | None]",
-        together(
-            [lambda: run_curves(data, options), lambda: calibration_section(data, options),
-             lambda: frontier_section(data)],
-            data.cells.size,
-        ),
-    )  # fmt: skip
+    curves = run_curves(data, options)
     valid_n, curve_n = data.valid.sum(axis=1), data.curve.sum(axis=1)
     correct_n = (data.correct * data.valid).sum(axis=1).astype(int)
     costs = cost_section(data, curves, options)
@@ -192,9 +184,9 @@ def build_report(store: RunStore, data: RunData | None = None, **overrides: obje
         "infra": infra_section(data),
         "early_stop": early_stop_section(data),
         "flags": flag_section(data),
-        "calibration": calibration,
+        "calibration": calibration_section(data, options),
         "budget": budget_section(data, store.events_of("allocated")),
-        "frontier": frontier,
+        "frontier": frontier_section(data),
         **winner_report(data, data.primary),
         "rollout_report": rollout_report(data),
         "metrics": {

@@ -49,27 +49,3 @@ def test_threaded_calibration_gives_the_serial_blocks(tmp_path, monkeypatch: pyt
     threaded = calibration.calibration_section(data, ReportConfig(bootstrap=100))
     assert [b["role"] for b in threaded["critics"]] == ["run", "baseline", "out-of-fold"]
     assert threaded == serial
-
-
-def test_the_report_computed_with_its_parts_together_is_the_serial_report(tmp_path, monkeypatch) -> None:
-    from synth import make_run
-    from test_calibration_report import CRITIC, GRID
-
-    from agentbon.report import build_summary
-
-    store = make_run(tmp_path, GRID, {"critic": CRITIC})
-    serial = build_summary(store)
-    parts: list[int] = []
-
-    def counted(items, samples):
-        parts.append(len(items))
-        return together(items, samples)
-
-    together = compute.together
-    monkeypatch.setattr(compute, "PARALLEL_CELLS", 0)
-    monkeypatch.setattr(compute.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr("agentbon.report.summary.together", counted)
-    threaded = build_summary(store)
-    assert parts == [3]  # the curves, the calibration and the frontier
-    serial.pop("generated_at"), threaded.pop("generated_at")
-    assert threaded == serial
