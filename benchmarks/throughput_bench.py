@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     import ray as ray_api
 
-                    ray_api.shutdown()  # a run leaves a cluster it joined connected; this one goes away now
+                    ray_api.shutdown()  # where the run failed before it disconnected
                     ray.stop()
                 print(f"round {round_ + 1}: {s} slots done", file=sys.stderr)
 

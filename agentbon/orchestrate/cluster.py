@@ -37,6 +37,9 @@ class Cluster:
     verify_resource: str
     slots: int = 1
     """Sandbox slots in the cluster (rollouts at once) when the run started."""
+    joined: bool = False
+    """True when this run connected to a running cluster (``ray_address``): it disconnects at the end and leaves
+    the cluster running. False for both where the process was connected already (its caller's connection)."""
 
     def rollout_options(self) -> dict[str, Any]:
         """Ray options of a rollout unit: one sandbox slot, no CPU reservation (the slot is the cap)."""
@@ -48,8 +51,8 @@ class Cluster:
     def shutdown(self) -> None:
         import ray
 
-        if self.started and ray.is_initialized():
-            ray.shutdown()
+        if (self.started or self.joined) and ray.is_initialized():
+            ray.shutdown()  # a joined cluster keeps running: only this driver's connection goes
 
 
 def connect(config: RunConfig, spare: Collection[int] = ()) -> Cluster:
@@ -58,6 +61,7 @@ def connect(config: RunConfig, spare: Collection[int] = ()) -> Cluster:
     must leave alone."""
     import ray
 
+    connected = ray.is_initialized()
     with _keeping_sigterm_handler():
         started = _init(config, spare)
     total = ray.cluster_resources()
@@ -67,7 +71,7 @@ def connect(config: RunConfig, spare: Collection[int] = ()) -> Cluster:
             f"ray start ... --resources='{{\"{SANDBOX}\": N}}' (N sandboxes at once on that node)"
         )
     return Cluster(
-        started=started, verify_resource=VERIFY if total.get(VERIFY, 0) >= 1 else SANDBOX,
+        started=started, joined=not started and not connected, verify_resource=VERIFY if total.get(VERIFY, 0) >= 1 else SANDBOX,
         slots=int(total.get(SANDBOX, 1)),
     )  # fmt: skip
 

@@ -29,3 +29,4 @@ def test_worker_node_killed_mid_run_loses_nothing(tmp_path: Path) -> None:
     assert {e["error"] for e in on_worker} <= {"NodeDiedError", "WorkerCrashedError", "OwnerDiedError", "RaySystemError"}
     assert out["counts"] == {f"{t}/{i}": 1 for t in "abc" for i in range(4)}
     assert out["statuses"] == ["submitted"]
+    assert not out["still_connected"]  # the run disconnected from the cluster it joined, which keeps running

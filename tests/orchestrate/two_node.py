@@ -16,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import ray  # noqa: E402
 from orch_support import config, fakes, make_tasks  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
@@ -55,10 +56,8 @@ def main() -> None:
         "worker": worker.node_id, "killed": "at" in killed, "interrupted": result.interrupted,
         "infra": store.events_of("infra"), "counts": store.rollout_counts(),
         "statuses": sorted({r.status for r in store.rollouts().values()}),
+        "still_connected": ray.is_initialized(),
     }), flush=True)
-    import ray
-
-    ray.shutdown()  # run_batch joined this cluster and leaves it running: disconnect before tearing it down
     cluster.shutdown()
 
 

@@ -104,7 +104,7 @@ def main() -> None:
     finally:
         import ray
 
-        ray.shutdown()  # run_batch joined this cluster and leaves it running: disconnect before tearing it down
+        ray.shutdown()  # where the run failed before it could disconnect (it disconnects from a cluster it joined)
         cluster.shutdown()
         for image in engine.images.list(name="agentbon/task"):
             if image.id not in before:
