@@ -17,7 +17,7 @@ import tracemalloc
 import numpy as np
 
 from agentbon.config import ReportConfig
-from agentbon.metrics import doubling_ks
+from agentbon.metrics import doubling_ks, softmax_selected_at_k
 from agentbon.report.budget import budget_section
 from agentbon.report.calibration import calibration_section
 from agentbon.report.compute import compute_curves, scaling
@@ -41,11 +41,12 @@ def synthetic(tasks: int, n: int, selectors: int, seed: int = 0):
     return correct, valid, scores
 
 
-def run_data(correct: np.ndarray, valid: np.ndarray, critic: np.ndarray, n: int) -> RunData:
+def run_data(correct: np.ndarray, valid: np.ndarray, critic: np.ndarray, n: int, scores_of: dict) -> RunData:
     """The arrays as a run's data: one selector's scores squashed into [0, 1] as the recorded critic, the evidence
     agreeing with the grade nine times in ten, one failing candidate in five not compiling and seven in ten of the
-    evidence's failures failing a FAIL_TO_PASS test (the parse and subset stages' policies are replayed too), and a
-    batch budget of half of N per task."""
+    evidence's failures failing a FAIL_TO_PASS test (the parse and subset stages' policies are replayed too), a
+    batch budget of half of N per task, and the selectors that read no test (majority: another selector's coarse
+    scores; soft-bon: the critic's logits; random), each a point of the frontier."""
     rng = np.random.default_rng(1)
     tasks = correct.shape[0]
     evidence = np.where(rng.random(correct.shape) < 0.9, correct > 0, correct == 0) & valid
@@ -55,7 +56,7 @@ def run_data(correct: np.ndarray, valid: np.ndarray, critic: np.ndarray, n: int)
         run_id="bench", task_ids=[f"t{i}" for i in range(tasks)], n=n,
         config={"n": n, "budget": tasks * n // 2, "budget_first": 4, "select": {"critic": "classifier"}},
         tasks={}, rollouts={}, grades={}, evidence={}, present=np.ones(correct.shape, bool), valid=valid,
-        correct=correct, cells=cells, candidate=valid, evidence_pass=evidence, scores={"critic": squashed},
+        correct=correct, cells=cells, candidate=valid, evidence_pass=evidence, scores={"critic": squashed, "majority": scores_of["sel3"], "soft-bon": squashed / 0.5, "random": np.where(valid, 0.5, np.nan)},
         evidence_s=np.where(valid, 2.0, 0.0), unparsed=valid & (correct == 0) & (rng.random(correct.shape) < 0.2),
         parse_checked=True, subset_s=np.where(valid, 0.5, 0.0), subset_fail=valid & ~evidence & (rng.random(correct.shape) < 0.7),
         subset_known=valid, subset_checked=True, subset_live=np.zeros_like(valid),
@@ -85,7 +86,7 @@ def main() -> None:
     tracemalloc.stop()
 
     print(f"tasks={args.tasks} n={args.n} selectors={args.selectors} ks={ks} bootstrap={args.bootstrap}")
-    data = run_data(correct, valid, scores["sel1"], args.n)
+    data = run_data(correct, valid, scores["sel1"], args.n, scores)
     c3, t3 = time.process_time(), time.perf_counter()
     calibrated = calibration_section(data, ReportConfig(bootstrap=args.bootstrap))
     t4 = time.perf_counter()
@@ -101,6 +102,14 @@ def main() -> None:
     print(f"staged verification replay:   {t6 - t5:8.3f} s")
     print(f"total compute:                {t2 - t0 + t6 - t3:8.3f} s   (target < 2 s)")
     print(f"CPU time (all threads):       {c2 - c0 + c6 - c3:8.3f} s   (wall > CPU/threads means the machine was busy)")
+    # soft-bon's curves: the exact softmax over k-subsets costs O(N^2) per task and per quadrature node, far more
+    # than a ranking's; timed on a sample of tasks and scaled, not part of the total (docs/estimators.md).
+    sample = min(args.tasks, 50)
+    c9 = time.perf_counter()
+    softmax_selected_at_k(np.where(valid[:sample], scores["sel1"][:sample], np.nan), correct[:sample], ks)
+    soft = (time.perf_counter() - c9) / sample
+    print(f"soft-bon's curves, exact softmax: {soft * 1000:.1f} ms per task (on {sample} tasks), so about "
+          f"{soft * args.tasks:.0f} s at {args.tasks} tasks: not in the total above")
     print(f"peak traced memory (compute): {peak / 2**20:8.1f} MiB")
     print(f"process max RSS:              {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:8.1f} MiB")
     print(f"coverage@{ks[-1]} = {curves.coverage.mean[-1]:.4f}; ", end="")

@@ -9,6 +9,8 @@ test run: a candidate whose patch is empty or does not apply, or that a blocking
 - ``tests on all, then critic`` (the run's ``tests-then-critic``): every candidate tested;
 - ``critic, tests on top m`` for m = 1, 2, 4, ... below the task's candidates;
 - ``critic alone``: no test run at all;
+- each of the run's selectors that never reads a test (``majority``, ``soft-bon``, ``random``) alone, among all the
+  candidates: no test run, and the exact expectation of its choice where it draws (as its selected@k reads it);
 - where the run's verdicts recorded the parse stage (``Verdict.parses``), each of these again after it: a task's
   candidates whose Python files do not all compile are dropped before the critic ranks (where that would drop
   them all, none is). The check shares the apply's engine call, so it is counted as free;
@@ -64,6 +66,7 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
         subset_cost = float(np.where(subset, data.subset_s, 0.0).sum())
         rest = np.where(subset, data.evidence_s - data.subset_s, data.evidence_s)
         out += replay.policies(kept, "FAIL_TO_PASS first, then ", cost=rest, paid=subset_cost)
+    out += _untested(data, cells)
     full_cost = out[0]["throughput"]
     for row in out:
         row["throughput"] = round(full_cost / row["throughput"], 3) if row["throughput"] > 0 else None
@@ -89,6 +92,62 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
         "subset_live": int((subset & data.subset_live).sum()) if data.subset_checked else 0,
         "candidates": int(cells.sum()),
     }
+
+
+UNTESTED = ("majority", "soft-bon", "random")
+"""The selectors that never read a test: each is a point of the frontier with no verification cost."""
+
+
+def _untested(data: RunData, cells: np.ndarray) -> list[dict[str, Any]]:
+    """The run's selectors that read no test, each choosing among all of a task's candidates: selected accuracy as
+    the exact expectation of its choice (ties and draws included, as the curves compute selected@k at k = n)."""
+    from agentbon.report.compute import as_estimator_scores
+    from agentbon.report.summary import ESTIMATORS
+
+    tasks = cells.shape[0]
+    out = []
+    for name in UNTESTED:
+        scores = data.scores.get(name)
+        if scores is None or not tasks:
+            continue
+        est = ESTIMATORS.get(name, "rank")
+        logits = as_estimator_scores(scores, est, data.candidate)
+        right = data.correct * data.candidate
+        # A choice among all of them: the exact expectation has a closed form (no sum over subsets, no sort).
+        whole = softmax_whole if est == "softmax" else top_group_mean
+        accuracy = float(whole(logits, right, data.valid).sum()) / tasks
+        # soft-bon draws by the critic's scores: what a critic that calls a model spent is its cost too.
+        tokens = None if name != "soft-bon" or data.critic_tokens is None else int(data.critic_tokens[cells].sum())
+        out.append({
+            "policy": f"{name} alone (no tests)", "tested": 0, "container_s": 0.0, "accuracy": round(accuracy, 6),
+            "throughput": 0.0, "tokens": tokens,
+        })  # fmt: skip
+    return out
+
+
+def softmax_whole(logits: np.ndarray, correct: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Per row, the expected correctness of a softmax draw among all its valid samples: ``Σ y w / Σ w`` with
+    ``w = exp(logit)`` (a logit of ``-inf`` is weight 0, and wins only where all are, then uniformly), which is
+    ``softmax_selected_at_k`` at k = n without its sum over subsets."""
+    ok = valid & ~np.isnan(logits)
+    finite = ok & np.isfinite(logits)
+    top = np.max(np.where(finite, logits, -np.inf), axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        w = np.where(finite, np.exp(np.where(finite, logits - np.where(np.isfinite(top), top, 0.0), 0.0)), 0.0)
+    total = w.sum(axis=1)
+    y = np.where(ok, correct, 0.0)
+    uniform = y.sum(axis=1) / np.maximum(ok.sum(axis=1), 1)
+    return np.where(total > 0, (w * y).sum(axis=1) / np.where(total > 0, total, 1.0), uniform)
+
+
+def top_group_mean(scores: np.ndarray, correct: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Per row, the expected correctness of the top-scored of all its valid samples, ties uniform: the mean over
+    the samples whose score is the row's highest (``selected_at_k`` at k = n; a uniform choice is the case where
+    all candidates score alike). A row with no valid sample scores 0."""
+    ok = valid & ~np.isnan(scores)
+    top = np.max(np.where(ok, scores, -np.inf), axis=1, keepdims=True)
+    best = ok & (scores == top)
+    return np.where(best, correct, 0.0).sum(axis=1) / np.maximum(best.sum(axis=1), 1)
 
 
 def _narrowed(cells: np.ndarray, kept: np.ndarray) -> np.ndarray:

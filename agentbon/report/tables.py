@@ -440,6 +440,9 @@ def frontier(s: dict) -> Table | None:
                      f"{f.get('subset_dropped', 0)} of {f.get('subset_costed', 0)} candidates one failed are dropped (all kept "
                      "where all failed); the cost is the runner's own test times, which the candidate's code could "
                      "misstate.")
+    if any(p["policy"].endswith(" alone (no tests)") for p in f["policies"]):
+        notes.insert(1, "\"X alone (no tests)\": a selector of this run that reads no test, choosing among all of a "
+                     "task's candidates; its accuracy is the exact expectation of its choice, as selected@k at k = n.")
     if f.get("subset_live"):
         notes.insert(1, f"This run verified FAIL_TO_PASS first (verify.fail_to_pass_first): {f['subset_live']} "
                      "candidates stopped there without running their PASS_TO_PASS tests, and every policy's "

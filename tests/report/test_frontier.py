@@ -104,6 +104,20 @@ def test_a_run_that_verified_fail_to_pass_first_itself_says_so_and_costs_what_it
     )
 
 
+def test_the_selectors_that_read_no_test_are_points_at_no_verification_cost(tmp_path):
+    scores = {"critic": CRITIC, "random": {t: [0.5] * 4 for t in GRID}, "majority": {t: [2.0, 1, 1, 1] for t in GRID}}
+    s = build_summary(make_run(tmp_path, GRID, scores))
+    by = {p["policy"]: p for p in s["frontier"]["policies"]}
+    random, majority = by["random alone (no tests)"], by["majority alone (no tests)"]
+    assert random["accuracy"] == approx((1 + 2 + 0 + 2 + 1 + 3) / 4 / 6)  # a uniform choice: each task's pass rate
+    assert majority["accuracy"] == approx(4 / 6)  # index 0 everywhere: a, b, d and f pass
+    for row in (random, majority):
+        assert row["container_s"] == 0.0 and row["tested"] == 0 and row["throughput"] is None
+    assert random["accuracy_drop_points"] == approx(100 * (5 / 6 - 0.375), abs=1e-3)
+    assert "soft-bon alone (no tests)" not in by  # not a selector of this run
+    assert "random alone (no tests)" in render_markdown(s)
+
+
 def test_no_subset_stage_without_test_times_or_without_tests_beyond_the_subset(tmp_path):
     f = build_summary(make_run(tmp_path, GRID, {"critic": CRITIC}))["frontier"]
     assert not f["subset_stage"] and not any(p["policy"].startswith("FAIL_TO_PASS") for p in f["policies"])
@@ -161,3 +175,38 @@ def test_a_critic_that_calls_a_model_costs_its_recorded_tokens_per_candidate_it_
     assert "| critic tokens |" in render_markdown(summary) and "2,300" in render_markdown(summary)
     plain = build_summary(make_run(tmp_path / "plain", GRID, {"critic": CRITIC}))["frontier"]
     assert plain["critic_tokens"] == 0 and all(p["tokens"] is None for p in plain["policies"])
+
+
+def test_a_softmax_draw_among_all_candidates_is_the_exact_estimator_at_k_equal_n():
+    import numpy as np
+
+    from agentbon.metrics import softmax_selected_at_k
+    from agentbon.report.frontier import softmax_whole
+
+    rng = np.random.default_rng(5)
+    logits = rng.normal(0, 2, (30, 12))
+    logits[rng.random(logits.shape) < 0.15] = -np.inf  # weight 0
+    logits[3] = -np.inf  # a row of weight-0 candidates only: uniform among them
+    valid = rng.random(logits.shape) > 0.2
+    valid[7] = False  # a row with no sample
+    correct = (rng.random(logits.shape) < 0.4).astype(float)
+    exact = np.asarray(softmax_selected_at_k(np.where(valid, logits, np.nan), correct, [12]))[:, 0]
+    np.testing.assert_allclose(softmax_whole(np.where(valid, logits, np.nan), correct, valid), exact, atol=1e-9)
+
+
+def test_the_top_group_of_all_candidates_is_the_exact_estimator_at_k_equal_n():
+    import numpy as np
+
+    from agentbon.metrics import selected_at_k
+    from agentbon.report.frontier import top_group_mean
+
+    rng = np.random.default_rng(6)
+    scores = np.round(rng.normal(0, 1, (40, 10)), 0)  # coarse: ties
+    scores[rng.random(scores.shape) < 0.2] = -np.inf  # not a candidate: below every candidate
+    scores[4] = -np.inf
+    valid = rng.random(scores.shape) > 0.2
+    valid[9] = False
+    correct = (rng.random(scores.shape) < 0.5).astype(float)
+    s = np.where(valid, scores, np.nan)
+    exact = np.asarray(selected_at_k(s, correct, [10], valid=valid))[:, 0]
+    np.testing.assert_allclose(top_group_mean(s, correct, valid), exact, atol=1e-12)
