@@ -105,6 +105,7 @@ def _untested(data: RunData, cells: np.ndarray) -> list[dict[str, Any]]:
     from agentbon.report.summary import ESTIMATORS
 
     tasks = cells.shape[0]
+    right = data.correct * data.candidate
     out = []
     for name in UNTESTED:
         scores = data.scores.get(name)
@@ -112,7 +113,6 @@ def _untested(data: RunData, cells: np.ndarray) -> list[dict[str, Any]]:
             continue
         est = ESTIMATORS.get(name, "rank")
         logits = as_estimator_scores(scores, est, data.candidate)
-        right = data.correct * data.candidate
         # A choice among all of them: the exact expectation has a closed form (no sum over subsets, no sort).
         whole = softmax_whole if est == "softmax" else top_group_mean
         accuracy = float(whole(logits, right, data.valid).sum()) / tasks

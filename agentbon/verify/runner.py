@@ -102,6 +102,13 @@ class _Fail(Exception):
         self.reason, self.status, self.fields = reason, status, fields
 
 
+def _decided_by_outcomes(tests: TestSet, judged: tuple[str, str, dict]) -> bool:
+    """Whether a judged run's verdict is the one its test outcomes give (not forged, timed out, contradicted or
+    otherwise not trusted): only then may another run's outcomes be added to it."""
+    status, reason, fields = judged
+    return "tests" in fields and grade(tests, fields["tests"]) == (status, reason)
+
+
 class TestVerifier:
     """Verifies candidate patches with tests in fresh sandboxes (protocols.Verifier)."""
 
@@ -223,8 +230,7 @@ class TestVerifier:
         first = graded.model_copy(update={"pass_to_pass": []})
         status, reason, fields = self._run_judged(sandbox, first, vdir, activate)
         outcomes: dict = fields.get("tests") or {}
-        trusted = "tests" in fields and grade(first, outcomes) == (status, reason)
-        if not trusted or any(outcomes.get(t) != "passed" for t in first.fail_to_pass if t not in treat.rerun):
+        if not _decided_by_outcomes(first, (status, reason, fields)) or any(outcomes.get(t) != "passed" for t in first.fail_to_pass if t not in treat.rerun):
             # Failed, or not trusted (a fail too): no PASS_TO_PASS outcome could make it a pass.
             skipped = len(graded.pass_to_pass)
             return status, f"{reason} (FAIL_TO_PASS first: {skipped} PASS_TO_PASS test(s) not run)", {
@@ -238,7 +244,7 @@ class TestVerifier:
             "test_s": {**fields.get("test_s", {}), **then.get("test_s", {})},
             "flags": [*fields.get("flags", []), *then.get("flags", [])],
         }
-        if "tests" not in then or grade(rest, then["tests"]) != (then_status, then_reason):
+        if not _decided_by_outcomes(rest, (then_status, then_reason, then)):
             return then_status, then_reason, merged  # the second call not trusted: it decides, as a failed run
         status, reason = grade(graded, merged["tests"])
         return status, reason, merged
@@ -264,7 +270,7 @@ class TestVerifier:
         outcomes = fields.get("tests")
         graded = treat.graded
         passes, runs = self.config.flaky_passes, self.config.flaky_runs
-        if outcomes is None or grade(graded, outcomes) != (status, reason):
+        if outcomes is None or not _decided_by_outcomes(graded, first):
             notes.update({t: "not rerun: the first run was not trusted" for t in treat.rerun})
             return first
         stable = [t for t in graded.tests if t not in treat.rerun]
@@ -280,7 +286,7 @@ class TestVerifier:
                 }
             )
             again = self._run_judged(sandbox, subset, vdir, activate)
-            if "tests" not in again[2] or grade(subset, again[2]["tests"]) != again[:2]:
+            if not _decided_by_outcomes(subset, again):
                 flags = [*fields.get("flags", []), *again[2].get("flags", [])]
                 notes.update({t: f"rerun not trusted: {again[1]}" for t in ids})
                 return "fail", f"flaky rerun: {again[1]}", {**fields, "flags": flags, "log": again[2].get("log", "")}
