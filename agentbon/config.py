@@ -379,6 +379,9 @@ class ReportConfig(Section):
     """Price of one sandbox (container) hour, charged on rollout and verification time."""
     rl_training_cost: float | None = Field(default=None, ge=0)
     """Cost of an RL run reaching the same accuracy at N = 1, in the report's cost unit (USD or tokens)."""
+    soft_bon: Literal["auto", "exact", "estimate"] = "auto"
+    """``soft-bon``'s selected@k: ``exact`` (minutes at 10,000 tasks x N = 256), ``estimate`` (unbiased, its Monte
+    Carlo error shown), ``auto``: exact unless that costs more than about half a second (docs/estimators.md)."""
 
 
 class ExportConfig(Section):

@@ -1,5 +1,8 @@
 """Metrics as pure functions over per-task arrays (design.md §5): exact, not Monte Carlo.
 
+The one exception is :mod:`agentbon.metrics.softmax_estimate`, soft-bon's unbiased estimate for runs too
+large for its exact sum (docs/estimators.md, "soft-bon at scale"); the report says where it used it.
+
 All accuracies are fractions in [0, 1]; a "point" is 0.01. Rendering lives in ``agentbon.report``.
 """
 

@@ -15,6 +15,8 @@ error falls like ``exp(-π²/h)`` (about 1e-14 at the step used) — determinist
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from agentbon.metrics.combinatorics import fail_ratio
@@ -66,6 +68,37 @@ def _soft_rows(logits: np.ndarray, y: np.ndarray, ks: np.ndarray) -> np.ndarray:
     return out
 
 
+def softmax_inputs(
+    logits: np.ndarray, correct: np.ndarray, valid: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Logits, correctness and the valid mask as 2-D arrays (correctness 0 where a sample does not count), checked."""
+    s = np.asarray(logits, dtype=np.float64)
+    s2 = np.atleast_2d(s)
+    y2 = np.atleast_2d(np.asarray(correct, dtype=np.float64))
+    if y2.shape != s2.shape or s2.ndim != 2:
+        raise ValueError(f"logits {s.shape} and correct {np.shape(correct)} must have the same 1-D or 2-D shape")
+    v2 = ~np.isnan(s2) if valid is None else np.atleast_2d(np.asarray(valid, dtype=bool)) & ~np.isnan(s2)
+    if v2.shape != s2.shape:
+        raise ValueError(f"valid {v2.shape} must match logits {s2.shape}")
+    if (np.isposinf(s2) & v2).any():
+        raise ValueError("logits must be finite or -inf")
+    return s2, np.where(v2, y2, 0.0), v2
+
+
+def packed_groups(
+    s2: np.ndarray, y2: np.ndarray, v2: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per number n > 0 of valid samples: the rows with n, and their logits and correctness, valid samples only."""
+    counts = v2.sum(axis=1)
+    for n in (int(c) for c in np.unique(counts) if c > 0):
+        rows = np.flatnonzero(counts == n)
+        if rows.size == s2.shape[0] and n == s2.shape[1]:  # every sample of every row counts: nothing to pack
+            yield rows, s2, y2
+            continue
+        order = np.argsort(~v2[rows], axis=1, kind="stable")[:, :n]
+        yield rows, np.take_along_axis(s2[rows], order, axis=1), np.take_along_axis(y2[rows], order, axis=1)
+
+
 def softmax_selected_at_k(
     logits: np.ndarray, correct: np.ndarray, k: Ks, valid: np.ndarray | None = None, chunk_cells: int = 2_000_000
 ) -> np.ndarray | float:
@@ -78,32 +111,16 @@ def softmax_selected_at_k(
     and the argmax selector's selected@k (logits far apart).
     """
     ks, scalar_k = _ks(k)
-    s = np.asarray(logits, dtype=np.float64)
-    one_task = s.ndim == 1
-    s2 = np.atleast_2d(s)
-    y2 = np.atleast_2d(np.asarray(correct, dtype=np.float64))
-    if y2.shape != s2.shape or s2.ndim != 2:
-        raise ValueError(f"logits {s.shape} and correct {np.shape(correct)} must have the same 1-D or 2-D shape")
-    v2 = ~np.isnan(s2) if valid is None else np.atleast_2d(np.asarray(valid, dtype=bool)) & ~np.isnan(s2)
-    if v2.shape != s2.shape:
-        raise ValueError(f"valid {v2.shape} must match logits {s2.shape}")
-    if (s2[v2] == np.inf).any():
-        raise ValueError("logits must be finite or -inf")
+    s2, y2, v2 = softmax_inputs(logits, correct, valid)
     out = np.zeros((s2.shape[0], ks.size))
-    counts = v2.sum(axis=1)
-    for n in np.unique(counts):
-        if n == 0:
-            continue
-        rows = np.flatnonzero(counts == n)
-        order = np.argsort(~v2[rows], axis=1, kind="stable")[:, :n]  # the valid samples of each row, packed
-        packed_s = np.take_along_axis(s2[rows], order, axis=1)
-        packed_y = np.take_along_axis(y2[rows], order, axis=1)
-        step = max(1, chunk_cells // ((int(n) + 1) * 256))  # bounds the (rows, nodes, n + 1) work arrays
+    for rows, packed_s, packed_y in packed_groups(s2, y2, v2):
+        n = packed_s.shape[1]
+        step = max(1, chunk_cells // ((n + 1) * 256))  # bounds the (rows, nodes, n + 1) work arrays
         for start in range(0, rows.size, step):
             part = slice(start, start + step)
             out[rows[part]] = _soft_rows(packed_s[part], packed_y[part], ks)
     if scalar_k:
         out = out[:, 0]
-    if one_task:
+    if np.ndim(logits) == 1:
         return float(out[0]) if scalar_k else out[0]
     return out

@@ -23,11 +23,41 @@ from agentbon.metrics import (
     selected_at_k,
     softmax_selected_at_k,
 )
+from agentbon.metrics.softmax_estimate import SoftEstimate, softmax_selected_at_k_estimate
 
 Estimator = Literal["rank", "uniform", "softmax"]
 """How a selector's recorded scores become selected@k: ``rank`` = the top score wins (ties uniform);
 ``uniform`` = a uniform choice among the candidates above ``invalid`` (``random``); ``softmax`` = the
-scores are logits of a softmax draw among them (``soft-bon``). All three are exact expectations."""
+scores are logits of a softmax draw among them (``soft-bon``). All three are exact expectations, but a softmax
+on a run too large for its exact sum is estimated without bias (:data:`SoftmaxMode`)."""
+
+SoftmaxMode = Literal["auto", "exact", "estimate"]
+"""How a softmax selector's selected@k is computed: ``exact`` always (O(n²) per task at ~150 quadrature nodes:
+minutes at 10,000 x 256); ``estimate`` always (:mod:`agentbon.metrics.softmax_estimate`, unbiased, with its
+Monte Carlo standard error); ``auto``: exact while :func:`exact_softmax_work` is at most ``EXACT_SOFTMAX_WORK``,
+else estimated."""
+
+EXACT_SOFTMAX_WORK = 600_000
+"""``auto``'s limit on the exact softmax's work, in :func:`exact_softmax_work`'s units: about half a second here
+(measured 0.12 ms a task at n = 4, 0.44 at 16, 4.5 at 64, 52 at 256: about 0.1 ms + 0.8 µs x n²)."""
+ESTIMATE_SAMPLES = 2_560_000
+"""Samples x draws the estimate is given: one draw of each kind at 10,000 x 256 (about 0.1 s here), up to
+``MAX_DRAWS`` draws on smaller runs, so its Monte Carlo error shrinks as the run does."""
+MAX_DRAWS = 64
+
+
+def exact_softmax_work(counts: np.ndarray) -> int:
+    """The exact softmax's cost for tasks with these sample counts: Σ (125 + n²) over tasks with a sample."""
+    n = np.asarray(counts, dtype=np.int64)
+    return int(((125 + n * n) * (n > 0)).sum())
+
+
+@dataclass(frozen=True)
+class Estimated:
+    """A selector whose selected@k was estimated: per k the Monte Carlo standard error of the mean over tasks."""
+
+    se: np.ndarray
+    draws: int
 
 
 @dataclass
@@ -56,6 +86,8 @@ class Curves:
     per_task_coverage: np.ndarray
     """(all tasks, ks): NaN for a task without samples and where k exceeds the task's sample count."""
     per_task_selected: dict[str, np.ndarray]
+    estimated: dict[str, Estimated] = field(default_factory=dict)
+    """Selectors whose selected@k is an unbiased estimate (a softmax too large to sum exactly); the others are exact."""
     measured: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     """Per k: every task in the curves has at least k samples."""
     included: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
@@ -89,11 +121,17 @@ def as_estimator_scores(scores: np.ndarray, estimator: Estimator, candidate: np.
     return np.where(np.isnan(s) | candidate, s, -np.inf)
 
 
-def _selected(scores: np.ndarray, correct: np.ndarray, curve: np.ndarray, ks: list[int], est: Estimator) -> np.ndarray:
+def _selected(
+    scores: np.ndarray, correct: np.ndarray, curve: np.ndarray, ks: list[int], est: Estimator, mode: SoftmaxMode, seed: int
+) -> np.ndarray | SoftEstimate:
     s = np.where(curve, scores, np.nan)
-    if est == "softmax":
+    if est != "softmax":
+        return np.asarray(selected_at_k(s, correct, ks))
+    counts = curve.sum(axis=1)
+    if mode == "exact" or (mode == "auto" and exact_softmax_work(counts) <= EXACT_SOFTMAX_WORK):
         return np.asarray(softmax_selected_at_k(s, correct, ks))
-    return np.asarray(selected_at_k(s, correct, ks))
+    draws = int(np.clip(ESTIMATE_SAMPLES // max(int(counts.sum()), 1), 1, MAX_DRAWS))
+    return softmax_selected_at_k_estimate(s, correct, ks, draws=draws, seed=seed)
 
 
 PARALLEL_CELLS = 1_000_000
@@ -125,6 +163,7 @@ def compute_curves(
     seed: int = 0,
     estimators: dict[str, Estimator] | None = None,
     candidates: np.ndarray | dict[str, np.ndarray] | None = None,
+    softmax: SoftmaxMode = "auto",
 ) -> Curves:
     """Coverage@k and, per selector, selected@k, loss@k and gap recovered@k with bootstrap bands over tasks.
 
@@ -134,7 +173,9 @@ def compute_curves(
     is the band of a difference, not a difference of bands. ``estimators`` names how each
     selector's scores are read (default ``rank``); ``candidates`` marks the samples a selector could
     pick (default: all; a dict gives each selector its own), which every estimator chooses among: a
-    k-subset with no candidate counts as no choice (unsolved), whatever its samples' grades.
+    k-subset with no candidate counts as no choice (unsolved), whatever its samples' grades. ``softmax``
+    says how a softmax selector is computed (:data:`SoftmaxMode`); an estimate's tasks are independent, so the
+    bootstrap over tasks carries its Monte Carlo noise, and ``Curves.estimated`` gives its standard error.
     """
     if not ks or ks[0] != 1:
         raise ValueError(f"ks must start at 1, got {list(ks)}")
@@ -157,19 +198,26 @@ def compute_curves(
     c = (cor * cur).sum(axis=1).round().astype(np.int64)
     cov = np.asarray(pass_at_k(n, c, ks)).reshape(tasks, width)
 
-    def selected(name: str) -> np.ndarray:
+    def selected(name: str) -> np.ndarray | SoftEstimate:
         est = estimators.get(name, "rank")
         cand = cand_of(name)
-        return _selected(as_estimator_scores(scores[name][rows], est, cand), cor * cand, cur, ks, est).reshape(
-            tasks, width
-        )
+        return _selected(as_estimator_scores(scores[name][rows], est, cand), cor * cand, cur, ks, est, softmax, seed)
 
-    sel = dict(zip(names, mapped(selected, names, tasks * valid.shape[1]), strict=True))  # independent selectors
+    # Independent selectors; a softmax (the costliest, several rankings' time) starts first, not last in the pool.
+    order = sorted(names, key=lambda name: estimators.get(name, "rank") != "softmax")
+    sel: dict[str, np.ndarray] = {}
+    estimated: dict[str, Estimated] = {}
+    for name, got in zip(order, mapped(selected, order, tasks * valid.shape[1]), strict=True):
+        if isinstance(got, SoftEstimate):
+            estimated[name] = Estimated(got.se, got.draws)
+            got = got.values
+        sel[name] = np.asarray(got).reshape(tasks, width)
+    sel = {name: sel[name] for name in names}
     per_task_cov = np.full((valid.shape[0], width), np.nan)
     per_task_cov[rows] = np.where(n[:, None] >= np.asarray(ks)[None, :], cov, np.nan)
     nan = np.full(width, np.nan)
     empty = Band(nan, nan, nan)
-    out = Curves(ks, tasks, empty, {}, {}, {}, per_task_cov, sel, measured, included, {}, confidence)
+    out = Curves(ks, tasks, empty, {}, {}, {}, per_task_cov, sel, estimated, measured, included, {}, confidence)
     if tasks == 0:
         for name in names:
             out.selected[name] = out.loss[name] = out.gap[name] = empty

@@ -12,11 +12,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 SUMMARY_SCHEMA = "agentbon.summary"
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
 """2: typed model; per-k values None where not measured; grade infra errors out of n; early stop; infra.
 3: ``flags`` (per kind, per task, flagged winners).
-4: ``calibration`` (each critic against the grade, with intervals and the reliability diagram); ``budget``; ``frontier``."""
-READS = (2, 3, 4)
+4: ``calibration`` (each critic against the grade, with intervals and the reliability diagram); ``budget``; ``frontier``.
+5: a selector's ``estimate`` (its selected@k estimated, with the Monte Carlo standard error)."""
+READS = (2, 3, 4, 5)
 """Versions :func:`read_summary` reads; older files read with empty ``flags`` / ``calibration`` sections."""
 
 
@@ -40,9 +41,20 @@ class Point(Part):
     hi: float | None
 
 
+class Estimate(Part):
+    """selected@k estimated without bias instead of summed exactly (a softmax on a run too large for the exact sum)."""
+
+    se: list[float | None]
+    """Per k, the Monte Carlo standard error of ``selected.mean``; the band already includes this noise."""
+    draws: int
+    """Draws of each kind (a Gumbel ranking, a uniform subset order) per task."""
+
+
 class SelectorMetrics(Part):
     estimator: Literal["rank", "uniform", "softmax"] = "rank"
-    """How selected@k reads the selector's scores; each is an exact expectation over k-subsets."""
+    """How selected@k reads the selector's scores; each is an exact expectation over k-subsets, unless ``estimate``."""
+    estimate: Estimate | None = None
+    """Set where selected@k is an unbiased estimate rather than the exact sum (docs/estimators.md)."""
     selected: Band
     loss: Band
     gap_recovered: Band

@@ -47,7 +47,7 @@ def run_curves(data: RunData, options: ReportConfig) -> Curves:
     scores = {**data.scores, **data.oracle_scores}
     candidates = {name: data.candidate for name in data.scores}  # the oracle's scores are read as recorded
     return compute_curves(data.correct, data.curve, scores, ks, options.bootstrap, options.confidence, options.seed,
-                          estimators=ESTIMATORS, candidates=candidates)  # fmt: skip
+                          estimators=ESTIMATORS, candidates=candidates, softmax=options.soft_bon)  # fmt: skip
 
 
 def serving_stats(store: RunStore) -> dict | None:
@@ -83,6 +83,10 @@ def _selector_block(data: RunData, curves: Curves, name: str) -> dict:
     resolved = sum(1 for w in winners if (v := data.grades.get(w)) is not None and v.status == "pass")
     return {
         "estimator": ESTIMATORS.get(name, "rank"),
+        "estimate": None if (e := curves.estimated.get(name)) is None else {
+            "se": [None if not ok else round(float(v), 6) + 0.0 for v, ok in zip(e.se, curves.measured, strict=True)],
+            "draws": e.draws,
+        },
         "selected": curves.selected[name].as_dict(),
         "loss": curves.loss[name].as_dict(),
         "gap_recovered": curves.gap[name].as_dict(),

@@ -133,7 +133,7 @@ def test_summary_json_is_a_versioned_model_that_reads_back(tmp_path):
     assert report.infra.attempts_by_kind == {"SandboxGone": 2} and report.infra.rollouts == 1
     path = write_reports(store, report)["summary"]
     raw = json.loads(path.read_text())
-    assert raw["schema"] == "agentbon.summary" and raw["version"] == 4 and "pass@1" in raw["metrics"]
+    assert raw["schema"] == "agentbon.summary" and raw["version"] == 5 and "pass@1" in raw["metrics"]
     assert read_summary(path) == report
     raw["version"] = 1
     path.write_text(json.dumps(raw))
@@ -152,3 +152,49 @@ def test_rollouts_that_ran_as_root_are_counted_and_named(tmp_path):
     assert f"Weaker isolation than a hardened sandbox: 1 rollout docker (as root: {why})." in render_markdown(s)
     plain = build_summary(make_run(tmp_path / "plain", {"t": "PF"}, {"tests": {"t": [1, 0]}}))
     assert "Weaker isolation" not in render_markdown(plain)
+
+
+def test_soft_bon_too_large_for_the_exact_sum_is_estimated_and_says_so(tmp_path):
+    rng = np.random.default_rng(2)
+    logits = {t: list(rng.normal(size=8) * 2) for t in GRID}
+    store = make_run(tmp_path, GRID, {"soft-bon": logits}, oracle=False, selectors_order=["soft-bon"])
+    exact = build_summary(store)
+    assert exact["metrics"]["selectors"]["soft-bon"]["estimate"] is None  # a run this small: the exact sum
+    assert "unbiased estimate" not in render_markdown(exact)
+    s = build_summary(store, soft_bon="estimate")
+    block = s["metrics"]["selectors"]["soft-bon"]
+    assert block["estimate"]["draws"] == 64  # a small run gets the most draws
+    se = block["estimate"]["se"]
+    assert se[0] == pytest.approx(0.0, abs=1e-9) and all(v > 0 for v in se[1:3])  # k = 1 is exact in every draw
+    for got, want, err in zip(block["selected"]["mean"], exact["metrics"]["selectors"]["soft-bon"]["selected"]["mean"], se, strict=True):
+        assert abs(got - want) <= 5 * err + 1e-6
+    assert "soft-bon: the run is too large for the exact sum, so selected@k is an unbiased estimate (64 draw(s)" in render_markdown(s)
+    assert read_summary_roundtrip(tmp_path, s)["metrics"]["selectors"]["soft-bon"]["estimate"] == block["estimate"]
+    with pytest.raises(ConfigError, match="report.soft_bon"):
+        build_summary(store, soft_bon="approximate")
+
+
+def read_summary_roundtrip(tmp_path, s: dict) -> dict:
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(s))
+    return read_summary(path).to_dict()
+
+
+def test_auto_sums_exactly_up_to_its_work_limit(monkeypatch):
+    from agentbon.report import compute
+
+    rng = np.random.default_rng(4)
+    correct = (rng.random((30, 12)) < rng.random((30, 1))).astype(float)
+    valid = rng.random((30, 12)) > 0.1
+    scores = {"soft-bon": np.where(valid, rng.normal(size=(30, 12)), np.nan), "tests": np.where(valid, correct, np.nan)}
+    est: dict = {"soft-bon": "softmax"}
+    exact = compute.compute_curves(correct, valid, scores, [1, 2, 4, 8], n_boot=50, estimators=est)
+    assert exact.estimated == {}
+    monkeypatch.setattr(compute, "EXACT_SOFTMAX_WORK", compute.exact_softmax_work(valid.sum(axis=1)) - 1)
+    estimated = compute.compute_curves(correct, valid, scores, [1, 2, 4, 8], n_boot=50, estimators=est)
+    assert list(estimated.estimated) == ["soft-bon"]  # the rankings stay exact
+    np.testing.assert_array_equal(estimated.per_task_selected["tests"], exact.per_task_selected["tests"])
+    gap = np.abs(estimated.selected["soft-bon"].mean - exact.selected["soft-bon"].mean)
+    assert (gap <= 5 * estimated.estimated["soft-bon"].se + 1e-9).all()
+    forced = compute.compute_curves(correct, valid, scores, [1, 2, 4, 8], n_boot=50, estimators=est, softmax="exact")
+    np.testing.assert_array_equal(forced.per_task_selected["soft-bon"], exact.per_task_selected["soft-bon"])
