@@ -31,6 +31,8 @@ from agentbon.metrics.softmax import packed_groups, softmax_inputs
 PILOT_ROWS = 256
 """Tasks (at most) the pilot draws on to set each k's blend."""
 PILOT_DRAWS = 4
+CHUNK_SAMPLES = 262144
+"""Samples drawn on at once."""
 TINY = np.finfo(np.float64).tiny
 """An exponential draw of exactly 0 would make an infinite Gumbel draw."""
 
@@ -83,8 +85,11 @@ def _draws(
     """``draws`` draws of G and P for every row: each (draws, rows, ks); zeros for a row with no sample."""
     g, p = np.zeros((2, draws, s2.shape[0], ks.size))
     for rows, s, y in packed_groups(s2, y2, v2):
-        for d in range(draws):
-            g[d, rows], p[d, rows] = _draw(s, y, ks, rng)
+        step = max(1, CHUNK_SAMPLES // s.shape[1])  # small work arrays, reused: cheaper than touching fresh memory
+        for start in range(0, rows.size, step):
+            part = slice(start, start + step)
+            for d in range(draws):
+                g[d, rows[part]], p[d, rows[part]] = _draw(s[part], y[part], ks, rng)
     return g, p
 
 

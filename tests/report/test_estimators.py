@@ -168,7 +168,9 @@ def test_soft_bon_too_large_for_the_exact_sum_is_estimated_and_says_so(tmp_path)
     assert se[0] == pytest.approx(0.0, abs=1e-9) and all(v > 0 for v in se[1:3])  # k = 1 is exact in every draw
     for got, want, err in zip(block["selected"]["mean"], exact["metrics"]["selectors"]["soft-bon"]["selected"]["mean"], se, strict=True):
         assert abs(got - want) <= 5 * err + 1e-6
-    assert "soft-bon: the run is too large for the exact sum, so selected@k is an unbiased estimate (64 draw(s)" in render_markdown(s)
+    md = render_markdown(s)
+    assert "soft-bon: selected@k is an unbiased estimate of the expectation of its draw, not the exact sum" in md
+    assert "(64 draw(s) of each kind per task" in md and "selected@k is the exact expectation" not in md
     assert read_summary_roundtrip(tmp_path, s)["metrics"]["selectors"]["soft-bon"]["estimate"] == block["estimate"]
     with pytest.raises(ConfigError, match="report.soft_bon"):
         build_summary(store, soft_bon="approximate")
