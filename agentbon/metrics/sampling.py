@@ -19,6 +19,19 @@ from agentbon.metrics.combinatorics import fail_ratio, position_weights
 Ks = int | Sequence[int] | np.ndarray
 
 
+def flat_index(order: np.ndarray, width: int) -> np.ndarray:
+    """Row-wise column indices ``order`` as indices into the flattened (rows, width) array."""
+    return order + (np.arange(order.shape[0], dtype=np.int64) * width)[:, None]
+
+
+def gather_rows(values: np.ndarray, order: np.ndarray, flat: np.ndarray | None = None) -> np.ndarray:
+    """``np.take_along_axis(values, order, axis=1)`` for 2-D arrays as one gather from the flattened array: the
+    same result, several times faster at 10,000 x 256 (take_along_axis broadcasts a row index per element).
+    ``flat``: :func:`flat_index` of ``order``, for a caller that gathers several arrays in one order."""
+    flat = flat_index(order, values.shape[1]) if flat is None else flat
+    return np.ascontiguousarray(values).ravel()[flat]
+
+
 def _ks(k: Ks) -> tuple[np.ndarray, bool]:
     arr = np.atleast_1d(np.asarray(k, dtype=np.int64))
     if arr.ndim != 1 or arr.size == 0:
@@ -63,7 +76,7 @@ def _group_means(scores: np.ndarray, correct: np.ndarray, valid: np.ndarray) -> 
     # Either way the keys come out ascending and the valid samples first, so the sorted keys are
     # np.sort's (a SIMD sort, cheaper than a gather) and validity by rank is just rank < n.
     key_sorted = np.sort(key, axis=1)
-    y_sorted = np.take_along_axis(correct, order, axis=1).ravel()
+    y_sorted = gather_rows(correct, order).ravel()
     n_valid = valid.sum(axis=1)
     boundary = np.ones(key.shape, dtype=bool)
     boundary[:, 1:] = key_sorted[:, 1:] != key_sorted[:, :-1]

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from agentbon.metrics.combinatorics import fail_ratio
-from agentbon.metrics.sampling import Ks, _ks
+from agentbon.metrics.sampling import Ks, _ks, gather_rows
 
 STEP = 0.3
 """Trapezoid step in log t."""
@@ -96,7 +96,7 @@ def packed_groups(
             yield rows, s2, y2
             continue
         order = np.argsort(~v2[rows], axis=1, kind="stable")[:, :n]
-        yield rows, np.take_along_axis(s2[rows], order, axis=1), np.take_along_axis(y2[rows], order, axis=1)
+        yield rows, gather_rows(s2[rows], order), gather_rows(y2[rows], order)
 
 
 def softmax_selected_at_k(

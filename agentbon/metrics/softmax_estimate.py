@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agentbon.metrics.combinatorics import position_weights
-from agentbon.metrics.sampling import Ks, _ks
+from agentbon.metrics.sampling import Ks, _ks, flat_index, gather_rows
 from agentbon.metrics.softmax import packed_groups, softmax_inputs
 
 PILOT_ROWS = 256
@@ -49,10 +49,9 @@ class SoftEstimate:
 
 def _draw(s: np.ndarray, y: np.ndarray, ks: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """One draw of each estimator for rows that all hold n valid samples: (G, P), each (rows, ks)."""
-    rows, n = s.shape
+    n = s.shape[1]
     kk = np.minimum(ks, n)
     finite = np.isfinite(s)
-    offsets = (np.arange(rows) * n)[:, None]  # flat gathers: far cheaper than take_along_axis
     # G: Gumbel-max (-log of a unit exponential is a Gumbel draw) ranks the finite logits; weight-0 samples
     # (-inf) go below them in a uniform order, so a subset of weight-0 samples alone picks uniformly among
     # them, as the softmax's limit does.
@@ -61,15 +60,16 @@ def _draw(s: np.ndarray, y: np.ndarray, ks: np.ndarray, rng: np.random.Generator
         floor = np.min(np.where(finite, key, np.inf), axis=1, keepdims=True)
         floor = np.where(np.isfinite(floor), floor, 0.0) - 1.0
         key = np.where(finite, key, floor - rng.random(size=s.shape))
-    ranked = y.ravel()[np.argsort(-key, axis=1) + offsets]
+    ranked = gather_rows(y, np.argsort(-key, axis=1))
     g = ranked @ position_weights(n, tuple(int(k) for k in ks), n)
     # P: prefixes of a uniform order; W = 0 only when every member has weight 0 (a uniform choice then).
     top = np.max(np.where(finite, s, -np.inf), axis=1, keepdims=True)
     w = np.where(finite, np.exp(s - np.where(np.isfinite(top), top, 0.0)), 0.0)
     a = y * w
-    at = (rng.permuted(np.broadcast_to(np.arange(n), s.shape), axis=1) + offsets).ravel()
+    order = rng.permuted(np.broadcast_to(np.arange(n), s.shape), axis=1)
     prefix = (np.arange(n)[:, None] < kk[None, :]).astype(np.float64)  # sums over the first k of the order
-    big_w, big_y, count_y = ((v.ravel()[at].reshape(rows, n) @ prefix) for v in (w, a, y))
+    flat = flat_index(order, n)
+    big_w, big_y, count_y = ((gather_rows(v, order, flat) @ prefix) for v in (w, a, y))
     total_w = w.sum(axis=1, keepdims=True)
     weighted = total_w > 0
     ratio = a.sum(axis=1, keepdims=True) / np.where(weighted, total_w, 1.0)

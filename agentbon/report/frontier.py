@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from agentbon.metrics.sampling import flat_index, gather_rows
 from agentbon.report.data import RunData
 
 ANCHOR = {
@@ -163,9 +164,9 @@ class _Replay:
 
     def __init__(self, data: RunData, order: np.ndarray):
         self.data, self.order = data, order
-        self.rows = np.arange(order.shape[0])[:, None]
-        self.right = (data.correct > 0)[self.rows, order]
-        self.passing = data.evidence_pass[self.rows, order]
+        self.flat = flat_index(order, order.shape[1])
+        self.right = gather_rows(data.correct > 0, order, self.flat)
+        self.passing = gather_rows(data.evidence_pass, order, self.flat)
         self.tokens = data.critic_tokens
 
     def policies(
@@ -175,13 +176,13 @@ class _Replay:
         (``throughput`` holds the cost until the caller turns it into a ratio). A tested candidate costs ``cost``
         (default: its evidence seconds); ``paid`` is what an earlier stage spent on every candidate, in every
         policy."""
-        data, order, rows = self.data, self.order, self.rows
+        data, order = self.data, self.order
         cost = data.evidence_s if cost is None else cost
         tasks, width = order.shape
         every = np.arange(tasks)
-        ranked = cells[rows, order]
+        ranked = gather_rows(cells, order, self.flat)
         rank = np.cumsum(ranked, axis=1)  # candidates up to each position: the m-th candidate is where rank == m
-        spent = np.cumsum(np.where(ranked, cost[rows, order], 0.0), axis=1)
+        spent = np.cumsum(np.where(ranked, gather_rows(cost, order, self.flat), 0.0), axis=1)
         counts = rank[:, -1] if width else np.zeros(tasks, int)
         passing = ranked & self.passing
         pass_at = np.argmax(passing, axis=1)  # the critic's first candidate that passes the evidence
