@@ -164,6 +164,7 @@ def report_memory() -> Iterator[None]:
     libc: ctypes.CDLL | None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        _ = libc.malloc_trim  # resolved now: a libc without it is left alone, not failed at the end
         libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)
         libc.mallopt(M_TRIM_THRESHOLD, (1 << 31) - 1)
     except (OSError, AttributeError):  # not glibc
