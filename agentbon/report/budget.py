@@ -2,8 +2,9 @@
 replayed from the run's own rollouts (no extra compute).
 
 "Solved" here is coverage: a rollout of the task passed the grade (docs/estimators.md, "A batch budget"). The
-uniform split gives every task ``budget // tasks`` rollouts; the replay takes each task's rollouts of the lowest
-indices, which is what a uniform run with the same seeds would have drawn. A task the budget gave fewer rollouts
+uniform split gives every task ``budget // tasks`` rollouts, at most N (a budget above N x tasks leaves the rest
+unspent), and its solved tasks per 100 rollouts are over the rollouts it spends; the replay takes each task's
+rollouts of the lowest indices, which is what a uniform run with the same seeds would have drawn. A task the budget gave fewer rollouts
 than that share, none of which passed, cannot be replayed: the replay gives the count without them and with them
 (an upper bound).
 """
@@ -25,10 +26,11 @@ def budget_section(data: RunData, allocated: list[dict]) -> dict[str, Any] | Non
     ran = (data.cells != MISSING) & (data.cells != CANCELLED)
     passed = (data.correct * data.valid) > 0
     solved = passed.any(axis=1)
-    share = total // tasks
+    share = min(total // tasks, data.n)  # a uniform split cannot give a task more than N
+    used = share * tasks  # what the uniform split spends, whatever the outcomes
     within = passed[:, :share].any(axis=1)
     uniform_solved = int(within.sum())
-    unknown = int((~within & (ran[:, :share].sum(axis=1) < min(share, data.n))).sum())  # fewer ran, none passed
+    unknown = int((~within & (ran[:, :share].sum(axis=1) < share)).sum())  # fewer ran, none passed
     spent = int(ran.sum())
     per_task = Counter(e["task_id"] for e in allocated)
     return {
@@ -43,12 +45,13 @@ def budget_section(data: RunData, allocated: list[dict]) -> dict[str, Any] | Non
         "solved": int(solved.sum()),
         "solved_first": int(passed[:, :first].any(axis=1).sum()),
         "uniform_share": share,
+        "uniform_rollouts": used,
         "uniform_solved": uniform_solved,
         "uniform_unreplayable": unknown,
         "uniform_n_rollouts": tasks * data.n,
         "saved_vs_uniform_n": tasks * data.n - spent,
         "solved_per_100": round(100 * float(solved.sum()) / spent, 3) if spent else None,
-        "uniform_solved_per_100": round(100 * uniform_solved / (share * tasks), 3) if share else None,
+        "uniform_solved_per_100": round(100 * uniform_solved / used, 3) if used else None,
     }
 
 
@@ -58,12 +61,14 @@ def budget_rows(b: dict[str, Any]) -> list[list[str]]:
     upper = f" (up to {b['uniform_solved'] + b['uniform_unreplayable']} with {b['uniform_unreplayable']} task(s) " \
             "the budget gave fewer rollouts, none passing)" if b["uniform_unreplayable"] else ""  # fmt: skip
     tokens = f", {b['tokens']:,} tokens" if b.get("tokens") else ""
+    used = b.get("uniform_rollouts")
+    capped = "" if used is None else f" ({used} rollouts{', capped at N' if b['uniform_share'] == b['n'] else ''})"
     return [
         ["budget", f"{b['rollouts']} rollouts{tokens}; {b['spent']} spent, first {b['first']} per task (the curves' sample)"],
         ["allocation decisions", f"{b['decisions']} rollouts to {b['tasks_given_more']} task(s): {spread}"],
         ["tasks solved (a rollout passed the grade)", f"{b['solved']}; by the first allotments alone {b['solved_first']}"],
         ["a uniform split of the budget, replayed",
-         f"{b['uniform_share']} per task: {b['uniform_solved']} solved{upper}"],
+         f"{b['uniform_share']} per task{capped}: {b['uniform_solved']} solved{upper}"],
         ["solved per 100 rollouts", f"{_num(b['solved_per_100'])} (uniform split {_num(b['uniform_solved_per_100'])})"],
         ["against N for every task", f"{b['uniform_n_rollouts']} rollouts; {b['saved_vs_uniform_n']} not run"],
     ]  # fmt: skip

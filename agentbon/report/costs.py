@@ -56,8 +56,10 @@ def cost_section(data: RunData, curves: Curves, options: ReportConfig) -> dict:
     else:
         # Unpriced: count tokens; verification is sandbox time, not tokens, so it is reported apart.
         unit, sample_cost, scoring_cost = "tokens", s.total_tokens / count, 0.0
-    tasks = len(data.task_ids)
-    costs = cost_at_k(curves.ks, tasks, sample_cost, scoring_cost)
+    # A cost and the accuracy it buys over the same tasks (those in the curves) and at the same k.
+    costs = cost_at_k(curves.ks, curves.tasks, sample_cost, scoring_cost)
+    measured = np.flatnonzero(curves.measured)
+    at = int(measured[-1]) if measured.size else None  # the largest k every task in the curves has samples for
     out: dict = {
         "rollouts": s.rollouts,
         "prompt_tokens": s.prompt_tokens,
@@ -76,15 +78,15 @@ def cost_section(data: RunData, curves: Curves, options: ReportConfig) -> dict:
         "sample_cost": _num(sample_cost),
         "scoring_cost": _num(scoring_cost),
         "cost_at_k": [_num(c) for c in costs],
+        "cost_tasks": curves.tasks,
+        "per_solved_k": curves.ks[at] if at is not None else None,
         "coverage_per_extra_point": [_num(c) for c in cost_per_extra_point(curves.ks, curves.coverage.mean, costs)],
         "selectors": {},
     }
-    total = float(costs[-1]) if len(costs) else 0.0
     for name, band in curves.selected.items():
-        measured = band.mean[curves.measured]  # the largest k measured: k above a task's sample count is not
-        solved = float(measured[-1]) * curves.tasks if measured.size else 0.0
+        solved = None if at is None else float(band.mean[at]) * curves.tasks
         out["selectors"][name] = {
-            "per_solved_task": _num(cost_per_solved(total, solved)),
+            "per_solved_task": None if solved is None else _num(cost_per_solved(float(costs[at]), solved)),
             "per_extra_point": [_num(c) for c in cost_per_extra_point(curves.ks, band.mean, costs)],
         }
     return out

@@ -252,6 +252,9 @@ class BudgetPart(Part):
     solved: int
     solved_first: int
     uniform_share: int
+    """Rollouts per task of the uniform split: ``budget // tasks``, at most N."""
+    uniform_rollouts: int | None = None
+    """What the uniform split spends (``uniform_share`` x tasks): its solved per 100 are over these."""
     uniform_solved: int
     uniform_unreplayable: int
     uniform_n_rollouts: int

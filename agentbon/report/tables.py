@@ -357,11 +357,17 @@ def cost(s: dict) -> Table:
                 f"{speed} over {num(e['busy_s'])} s busy, {e['requests']:,} requests",
             ]
         )
+    at = f" at k = {c['per_solved_k']}" if c.get("per_solved_k") else ""
     for name, sel in c["selectors"].items():
-        rows.append([f"cost per solved task ({name})", num(sel["per_solved_task"], unit)])
+        rows.append([f"cost per solved task{at} ({name})", num(sel["per_solved_task"], unit)])
         marginal = ", ".join(num(x) for x in sel["per_extra_point"])
         rows.append([f"cost per extra point, each doubling ({name})", f"{marginal} {unit}"])
-    return Table("cost", "Cost", ["", "value"], rows, [f"Unit: {unit}."])
+    notes = [f"Unit: {unit}."]
+    if c.get("cost_tasks") is not None:
+        notes.append(f"Best-of-k costs are over the {c['cost_tasks']} task(s) in the curves, the tasks their accuracy "
+                     "is measured on; a cost per solved task is the cost and the tasks solved at the largest k "
+                     "measured (docs/estimators.md, \"Costs\").")  # fmt: skip
+    return Table("cost", "Cost", ["", "value"], rows, notes)
 
 
 def references(s: dict) -> Table:
