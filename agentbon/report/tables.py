@@ -403,7 +403,8 @@ def calibration(s: dict) -> Table | None:
         f"The run's selectors used {c['used']}: {c['why']}.",
         *c.get("notes", []),
         f"Over the graded candidates a selector could pick; [{conf}% bootstrap over tasks, at most 200 resamples] "
-        "(AUROC in the resamples from scores in bins of 0.02). ECE over 10 equal-width bins; AUROC — where one "
+        "(AUROC: the rank statistic of the resampled candidates, docs/estimators.md). ECE over 10 equal-width bins; "
+        "AUROC — where one "
         "grade only.",
     ]
     headers = ["critic", "role", "passing / graded", "AUROC", "ECE", "Brier"]
