@@ -59,6 +59,10 @@ def compare_table(run_a: RunReport | dict, run_b: RunReport | dict) -> Table:
     notes = [f"{len(common)} tasks in common (A has {a['tasks']}, B has {b['tasks']}); differences in points."]
     if len(common) < max(a["tasks"], b["tasks"]):
         notes.append("⚠ The runs cover different tasks: their figures are not directly comparable.")
+    for name, run in (("A", a), ("B", b)):
+        if missing := run["metrics"].get("tasks_without_sample"):
+            notes.append(f"⚠ {name}: {len(missing)} task(s) without a sample (infrastructure errors, or not run): its "
+                         "figures are over the others; the per-task table lists them.")  # fmt: skip
     if not (all(a["metrics"]["measured"]) and all(b["metrics"]["measured"])):
         notes.append("— where a run did not measure a k (some task has fewer samples): never clamped.")
     if ua != ub:

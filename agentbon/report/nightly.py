@@ -5,9 +5,12 @@ got solved tonight that were not last night, which stopped being solved, and whi
 Per task of either run:
 
 - **state** in each run: ``solved`` (the primary selector's winner passes its grade), ``covered`` (some candidate
-  passes but the winner does not), ``unsolved``, ``infra`` (no candidate got a grade: every one ended in an
-  infrastructure error) or absent;
-- **change**: ``newly solved``, ``newly failing``, ``still solved``, ``still unsolved``, ``new task``, ``dropped``;
+  passes but the winner does not), ``unsolved``, and two without a result: ``infra`` (no candidate got a grade:
+  every one ended in an infrastructure error) and ``not run`` (the night ended before the task's rollouts were
+  graded or before its selection: interrupted, or its selector failed); or absent;
+- **change**: ``newly solved``, ``newly failing``, ``infra`` and ``not run`` (either night has no result for the
+  task, tonight's state first: nothing is read from it), ``new task``, ``dropped``, ``still unsolved``, ``still
+  solved``;
 - **flaky**: identical patches (after normalising whitespace at line ends) that were graded ``pass`` once and
   ``fail`` another time, within a night or across the two. The grade's tests, not the candidate, decided
   differently: such a task's change says so, and it should not be read as the model's doing.
@@ -24,7 +27,9 @@ from agentbon.report.tables import Table
 from agentbon.store import RunStore
 from agentbon.types import Task
 
-ORDER = ("newly failing", "newly solved", "new task", "dropped", "still unsolved", "still solved")
+ORDER = ("newly failing", "newly solved", "infra", "not run", "new task", "dropped", "still unsolved", "still solved")
+NO_RESULT = ("infra", "not run")
+"""States of a task a night has no result for: a change is never read from them."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +37,7 @@ class TaskState:
     task_id: str
     repository: str
     state: str
-    """``solved``, ``covered``, ``unsolved`` or ``infra``."""
+    """``solved``, ``covered``, ``unsolved``, ``infra`` or ``not run``."""
     graded: int
     passed: int
 
@@ -54,8 +59,9 @@ def _normalised(patch: str) -> str:
 
 
 def states(store: RunStore, primary: str | None) -> dict[str, TaskState]:
-    """Each task's state in one run."""
+    """Each task's state in one run; ``primary`` None (no selection made yet) reads the run's configured first."""
     rollouts, grades = store.rollouts(), store.verdicts("grade")
+    primary = primary or next(iter((store.config().get("select") or {}).get("selectors") or []), None)
     winners = {s.task_id: s.winner for s in store.selections() if s.selector == primary}
     out = {}
     for task in store.tasks():
@@ -67,12 +73,12 @@ def states(store: RunStore, primary: str | None) -> dict[str, TaskState]:
         winner = winners.get(task.task_id)
         if winner and (v := grades.get(winner)) is not None and v.status == "pass":
             state = "solved"
-        elif passed:
-            state = "covered"
-        elif not decided and infra:
-            state = "infra"
+        elif not decided:
+            state = "infra" if infra else "not run"
+        elif primary is not None and task.task_id not in winners:
+            state = "not run"  # graded, but the night ended before the task's selection
         else:
-            state = "unsolved"
+            state = "covered" if passed else "unsolved"
         out[task.task_id] = TaskState(task.task_id, repository(task), state, len(decided), passed)
     return out
 
@@ -95,10 +101,14 @@ def flaky(*stores: RunStore) -> dict[str, int]:
 
 
 def change(a: TaskState | None, b: TaskState | None) -> str:
-    if a is None:
-        return "new task"
+    """What happened to a task from night A to night B (``ORDER``)."""
     if b is None:
         return "dropped"
+    missing = [s.state for s in (b, a) if s is not None and s.state in NO_RESULT]
+    if missing:
+        return missing[0]
+    if a is None:
+        return "new task"
     was, now = a.state == "solved", b.state == "solved"
     return {(False, True): "newly solved", (True, False): "newly failing", (True, True): "still solved"}.get(
         (was, now), "still unsolved"
@@ -127,7 +137,9 @@ def changes_table(store_a: RunStore, store_b: RunStore, primary_a: str | None, p
     notes = [", ".join(f"{n} {name}" for name, n in counts.items() if n) or "no tasks"]
     notes.append(
         f"Solved: the primary selector's winner passes its grade (A: {primary_a or '—'}, B: {primary_b or '—'}); "
-        "covered: some candidate passes, the winner does not; infra: no candidate was graded."
+        "covered: some candidate passes, the winner does not. Without a result, listed apart and never read as a "
+        "change: infra, no candidate was graded (every rollout or verification an infrastructure error; the run "
+        "exits 3 and resumes with the same command); not run, the night ended before the task was graded or selected."
     )
     if unstable:
         notes.append(

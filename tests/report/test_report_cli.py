@@ -54,7 +54,7 @@ def test_not_a_run_directory_is_a_clear_error(tmp_path):
 
 def test_compare_says_per_task_what_changed_overnight_and_which_tests_are_flaky(tmp_path):
     """Last night (A) and tonight (B): u is newly solved, but by a patch A graded fail (identical patches, both
-    grades: flaky tests); w is new and got no grade (infra); x was dropped; t stayed solved. The per-task table
+    grades: flaky tests); w is new and got no grade (infra, listed as such); x was dropped; t stayed solved. The per-task table
     comes most urgent first, in the terminal, compare.md and compare.html."""
     a = make_run(tmp_path, {"t": "PFFF", "u": "FFFF", "x": "PF"},
                  {"tests": {"t": [1, 0, 0, 0], "u": [0] * 4, "x": [1, 0]}}, run_id="nightly-1")  # fmt: skip
@@ -69,10 +69,10 @@ def test_compare_says_per_task_what_changed_overnight_and_which_tests_are_flaky(
     rows = [line for line in changes.splitlines() if line.startswith("| ") and not line.startswith(("| task", "|--", "| -"))]
     assert [r.split(" | ")[0].removeprefix("| ") for r in rows] == ["u", "w", "x", "t"]
     assert "| u | no-repo | unsolved (0/4 pass) | solved (1/4 pass) | newly solved (flaky tests) | 1 patch(es) graded both ways |" in md
-    assert "| w | no-repo | — | infra (0/0 pass) | new task |  |" in md
+    assert "| w | no-repo | — | infra (0/0 pass) | infra |  |" in md
     assert "| x | no-repo | solved (1/2 pass) | — | dropped |  |" in md
     assert "| t | no-repo | solved (1/4 pass) | solved (2/4 pass) | still solved | 1 patch(es) graded both ways |" in md
-    assert "1 newly solved, 1 new task, 1 dropped, 1 still solved" in md
+    assert "1 newly solved, 1 infra, 1 dropped, 1 still solved" in md
     assert "⚠ 2 task(s) have identical patches graded pass once and fail another time" in md
     html = (out / "compare.html").read_text()
     assert '<h2 id="changes">' in html and "newly solved (flaky tests)" in html and '<h2 id="compare">' in html
