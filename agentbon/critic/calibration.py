@@ -168,11 +168,12 @@ def measure(
     for name, values in zip(("auroc", "ece", "brier"), from_stats(means, inside, bins), strict=True):
         finite = values[np.isfinite(values)]
         lo = hi = None
-        if point[name] is not None and len(finite) >= max(2, resamples // 2):  # else mostly one class: no interval
+        at = point[name]
+        if at is not None and len(finite) >= max(2, resamples // 2):  # else mostly one class: no interval
             low, high = percentile_interval(finite, confidence)
             lo, hi = float(low), float(high)
             if name == "auroc":  # held to its point: the resamples' sums may round an ulp to one side of it
-                lo, hi = min(lo, point[name]), max(hi, point[name])
+                lo, hi = min(lo, at), max(hi, at)
         out[name] = {"mean": point[name], "lo": lo, "hi": hi}
     base = 2 * len(inside)
     count, summed, passed = (total[base + i * bins : base + (i + 1) * bins] for i in range(3))
