@@ -396,7 +396,8 @@ class RunConfig(Section):
     run_dir: str = Field(default="runs", min_length=1)
     """Where run directories live."""
     run_id: str | None = Field(default=None, max_length=200)
-    """The run's directory name under ``run_dir``. None: derived from the suite, the model and the settings."""
+    """The run's directory name under ``run_dir``. None: derived from the suite's task ids, the model and the settings
+    a resume must keep (orchestrate/resume.py)."""
     concurrency: int | None = Field(default=None, ge=1)
     """Sandbox slots (rollouts at once) of a local Ray. None: ``slots()`` picks by how the model serves requests."""
     max_pending: int = Field(default=64, ge=1)

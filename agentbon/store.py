@@ -4,7 +4,7 @@ Layout of ``runs/<run_id>/``::
 
     config.yaml                  the resolved config
     events.jsonl                 append-only event log, one JSON object a line, flushed per record
-    tasks.jsonl                  the tasks as loaded (gold patches stripped)
+    tasks.jsonl                  every task definition the run has seen (gold patches stripped)
     <task_id>/<i>/rollout.json   the Rollout record
     <task_id>/<i>/patch.diff     the candidate patch
     <task_id>/<i>/trajectory.jsonl   OpenAI-format messages, one a line, each with ``extra``
@@ -14,7 +14,9 @@ Layout of ``runs/<run_id>/``::
 
 The event log is the source of truth; per-rollout folders are conveniences written before the
 event that records them. A torn last line (the driver killed mid-write) is ignored on reading and
-cut off on the next append, so a resumed run never records a rollout twice.
+cut off on the next append, so a resumed run never records a rollout twice. The run's tasks are those of its
+latest invocation (a ``tasks`` event names them whenever they change): a resume without some tasks leaves their
+records in place, out of the report, and one with them brings them back.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from agentbon.errors import ConfigError
 from agentbon.types import Rollout, Selection, Task, Verdict
 
 EVENTS = "events.jsonl"
+TASK_SET = "tasks"
+"""The event naming the run's tasks (``task_ids``), appended by ``create`` whenever they change."""
 
 
 class RunStore:
@@ -45,14 +49,18 @@ class RunStore:
 
     # ---------------------------------------------------------------- writing
     def create(self, config: dict[str, Any], tasks: list[Task], replace: set[str] | None = None) -> None:
-        """Write the config and the task snapshot (kept on resume; new tasks, and those in ``replace``, appended)."""
+        """Write the config and the task snapshot (kept on resume; new tasks, and those in ``replace``, appended), and
+        make ``tasks`` the run's tasks."""
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-        known = {t.task_id for t in self.tasks()} - (replace or set())
+        known = {t.task_id for t in self.definitions()} - (replace or set())
         with open(self.path / "tasks.jsonl", "a") as f:
             for task in tasks:
                 if task.task_id not in known:
                     f.write(task.model_copy(update={"gold_patch": None}).model_dump_json() + "\n")
+        ids = [t.task_id for t in tasks]
+        if ids != self.current_task_ids():
+            self.append(TASK_SET, task_ids=ids)
 
     def _repair_tail(self) -> None:
         log = self.path / EVENTS
@@ -158,8 +166,21 @@ class RunStore:
                 counts[rid] = counts.get(rid, 0) + 1
         return counts
 
+    def current_task_ids(self) -> list[str] | None:
+        """The ids of the run's tasks, as its latest invocation named them; None for a run of a version that did not
+        record them (its tasks are every one it stored)."""
+        named = self.events_of(TASK_SET)
+        return list(named[-1]["task_ids"]) if named else None
+
     def tasks(self) -> list[Task]:
-        """The run's tasks; a task redefined on a resume (``accept_task_changes``) reads as its latest definition."""
+        """The run's tasks (its latest invocation's, in their order), each in its latest definition."""
+        definitions = {t.task_id: t for t in self.definitions()}
+        ids = self.current_task_ids()
+        return list(definitions.values()) if ids is None else [definitions[i] for i in ids if i in definitions]
+
+    def definitions(self) -> list[Task]:
+        """Every task the run has stored, those no longer in its suite too; a task redefined on a resume
+        (``accept_task_changes``) reads as its latest definition."""
         p = self.path / "tasks.jsonl"
         if not p.exists():
             return []

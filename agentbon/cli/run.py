@@ -67,17 +67,17 @@ def run(
     ] = None,
     run_dir: RunDir = None,
     run_id: Annotated[
-        str | None, typer.Option(help="Run id (default: suite, model and a hash of the settings).", rich_help_panel=_OUT)
+        str | None, typer.Option(help="Run id (default: suite file name, model and a hash of the suite's task ids and of the settings a resume must keep).", rich_help_panel=_OUT)
     ] = None,
     accept_task_changes: Annotated[
-        bool, typer.Option("--accept-task-changes", help="Resume although some tasks were redefined since the run started.", rich_help_panel=_RUN)
+        bool, typer.Option("--accept-task-changes", help="Resume although some tasks were redefined since the run started (the new definitions are recorded; rollouts made under the old ones stay in the run).", rich_help_panel=_RUN)
     ] = False,
 ) -> None:
     """Run N rollouts per task, verify, select and report; the same command on the same run resumes it."""
     from agentbon.config import load_config
     from agentbon.console import make_console
     from agentbon.errors import ConfigError
-    from agentbon.orchestrate import default_run_id, run_batch
+    from agentbon.orchestrate import resolve_run_id, run_batch
     from agentbon.orchestrate.cluster import sigterm_as_ctrl_c
     from agentbon.progress import make_display
 
@@ -94,7 +94,7 @@ def run(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(EXIT_INPUT) from e
     tasks = load_suite_or_exit(suite)
-    run_id = config.run_id or default_run_id(str(suite), config)
+    run_id = resolve_run_id(str(suite), config, tasks)
     config = config.model_copy(update={"run_id": run_id})
     console.print(f"run {run_id}: {len(tasks)} tasks x {config.n} -> {Path(config.run_dir) / run_id}")
     display = make_display(run_id, console)

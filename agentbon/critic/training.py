@@ -34,7 +34,7 @@ def load_examples(run_dirs: Sequence[str | Path]) -> list[Example]:
         store = RunStore(run_dir)
         if not (store.path / "events.jsonl").exists():
             raise ConfigError(f"{run_dir}: not a run directory (no events.jsonl)")
-        tasks = {t.task_id: t for t in store.tasks()}
+        tasks = {t.task_id: t for t in store.definitions()}  # tasks a resume left out are examples all the same
         evidence, grade = store.verdicts("evidence"), store.verdicts("grade")
         for rid, rollout in store.rollouts().items():
             verdict = grade.get(rid)

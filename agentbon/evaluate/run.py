@@ -69,9 +69,12 @@ def eval_config(config: RunConfig, model: str) -> RunConfig:
     )
 
 
-def eval_run_id(suite: str, model: str, matched: Matched) -> str:
-    """``eval-<suite>-<model>-<hash of the predictions graded>``: the same predictions find the same run again."""
-    digest = hashlib.sha256()
+def eval_run_id(suite: str, model: str, matched: Matched, tasks: list[Task] | None) -> str:
+    """``eval-<suite>-<model>-<hash of the suite's task ids and the predictions graded>``: the same predictions for
+    the same suite find the same run again (``tasks`` None: the name of versions before the suite was part of it)."""
+    from agentbon.orchestrate.resume import suite_digest
+
+    digest = hashlib.sha256(suite_digest(tasks).encode() if tasks is not None else b"")
     for tid, p in sorted(matched.graded.items()):
         digest.update(f"{tid}\0{patch_hash(p.model_patch)}\0".encode())
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"eval-{Path(suite).stem}-{model}").strip("-")[:150]
@@ -98,11 +101,15 @@ def evaluate(
     """
     from agentbon.orchestrate import run_batch
     from agentbon.orchestrate.plan import ROLES, roles_missing
+    from agentbon.orchestrate.resume import earlier_run
 
     file = str(predictions_file)
     matched, input_errors = prepare(file, tasks, model=model, suite=suite)
     config = eval_config(config, matched.model)
-    run_id = config.run_id or eval_run_id(suite, matched.model, matched)
+    run_id = config.run_id or earlier_run(
+        config.run_dir, eval_run_id(suite, matched.model, matched, tasks),
+        eval_run_id(suite, matched.model, matched, None), [t for t in tasks if t.task_id in matched.graded],
+    )  # fmt: skip
     config = config.model_copy(update={"run_id": run_id})
     store = RunStore(Path(config.run_dir) / run_id)
     refused = conflicts(store, matched.graded, file)

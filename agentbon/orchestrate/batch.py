@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,58 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from agentbon.config import RunConfig
-from agentbon.errors import ConfigError
 from agentbon.orchestrate.cluster import connect, reap_everywhere, settle
 from agentbon.orchestrate.driver import Driver
 from agentbon.orchestrate.early_stop import Saved, add
 from agentbon.orchestrate.events import Display, EarlyStop, End, ModelStats, PlanMade, Recorder, Start, Warning
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.plan import ROLES, plan_run
+from agentbon.orchestrate.resume import check_resumable, check_task_changes, resolve_run_id
 from agentbon.orchestrate.selection import SelectionStage
 from agentbon.orchestrate.verification import kind_of
 from agentbon.preflight import require_preflight
 from agentbon.store import RunStore
 from agentbon.types import Task
 
-# Settings that change what a rollout produces: a resumed run must keep them (everything else may change).
-SEMANTIC = (
-    "model.name", "model.temperature", "model.top_p", "model.top_k", "model.max_tokens", "model.seed", "agent",
-)  # fmt: skip
-
-
-def _pick(config: dict[str, Any], dotted: str) -> Any:
-    for part in dotted.split("."):
-        config = config.get(part, {}) if isinstance(config, dict) else {}
-    return config
-
-
 log = logging.getLogger(__name__)
-
-
-def default_run_id(suite: str, config: RunConfig) -> str:
-    """``<suite>-<model>-<hash of the semantic settings>``: the same command finds the same run again."""
-    data = config.model_dump(mode="json")
-    digest = hashlib.sha256(json.dumps([_pick(data, k) for k in SEMANTIC], sort_keys=True).encode()).hexdigest()
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{Path(suite).stem}-{config.model.name}").strip("-")
-    return f"{name}-{digest[:8]}"
-
-
-def check_resumable(store: RunStore, config: RunConfig) -> None:
-    """Refuse to resume a run with settings that would make its rollouts incomparable."""
-    before = store.config()
-    if not before:
-        return
-    now = config.model_dump(mode="json")
-    changed = [k for k in SEMANTIC if _pick(before, k) != _pick(now, k)]
-    if changed:
-        diffs = ", ".join(f"{k}: {_pick(before, k)!r} -> {_pick(now, k)!r}" for k in changed)
-        # Scalar settings can be put back on the command line (a changed agent section cannot, in one flag).
-        scalars = {k: _pick(before, k) for k in changed if not isinstance(_pick(before, k), dict | list)}
-        back = " ".join(f"-c {k}={'null' if v is None else v}" for k, v in scalars.items())
-        hint = f"to resume it, pass {back}; " if len(scalars) == len(changed) else ""
-        raise ConfigError(
-            f"{store.path}: cannot resume with different settings ({diffs}); {hint}or use another --run-id"
-        )
 
 
 def endpoint_warning(config: RunConfig) -> str | None:
@@ -87,42 +46,6 @@ def endpoint_warning(config: RunConfig) -> str | None:
         f"the cluster has {nodes} nodes: rollouts elsewhere cannot reach them, and the tasks routed "
         "there fail (give each --endpoint an address the other nodes reach)"
     )
-
-
-TASK_FIELDS = (
-    "kind", "problem_statement", "repo.base_commit", "environment", "evidence", "grade", "evidence_is_grade", "hints",
-)
-"""Fields that define what a task asks and how it is graded: a resumed run must see them unchanged. Not compared:
-where the repository is read from (``repo.url``: a suite may move), the source file, the gold patch, labels."""
-
-
-def task_changes(stored: list[Task], now: list[Task]) -> dict[str, list[str]]:
-    """The fields of each task (by id) whose definition differs from the one stored with the run."""
-    before = {t.task_id: t.model_dump(mode="json") for t in stored}
-    changed: dict[str, list[str]] = {}
-    for task in now:
-        old = before.get(task.task_id)
-        if old is None:
-            continue  # a new task: added to the run
-        new = task.model_dump(mode="json")
-        fields = [f for f in TASK_FIELDS if _pick(old, f) != _pick(new, f)]
-        if fields:
-            changed[task.task_id] = fields
-    return changed
-
-
-def check_tasks_unchanged(store: RunStore, tasks: list[Task], config: RunConfig) -> dict[str, list[str]]:
-    """Refuse to resume a run whose tasks were redefined (``accept_task_changes`` lets it through); return changes."""
-    changed = task_changes(store.tasks(), tasks)
-    if changed and not config.accept_task_changes:
-        listed = "; ".join(f"{tid}: {', '.join(fields)}" for tid, fields in sorted(changed.items())[:10])
-        more = f" (and {len(changed) - 10} more)" if len(changed) > 10 else ""
-        raise ConfigError(
-            f"{store.path}: {len(changed)} task(s) differ from the definitions this run was started with ({listed}{more}); "
-            "their stored rollouts would be mixed with rollouts of the new definitions. Use another --run-id, or "
-            "pass --accept-task-changes to resume anyway"
-        )
-    return changed
 
 
 @dataclass
@@ -197,7 +120,7 @@ def run_batch(
     (``agentbon eval`` writes its predictions there as finished rollouts); what it raises stops the run.
     """
     factories = factories or Factories()
-    run_id = config.run_id or default_run_id(suite, config)
+    run_id = resolve_run_id(suite, config, tasks)
     config = config.model_copy(update={"run_id": run_id})
     from agentbon.models import resolve_model
 
@@ -212,14 +135,20 @@ def run_batch(
     with store.lock():
         check_resumable(store, config)
         fresh = not store.config()  # no earlier driver of this run: none of its sandboxes can exist yet
-        changed = check_tasks_unchanged(store, tasks, config)
-        store.create(config.model_dump(mode="json"), tasks, replace=set(changed))
+        changes = check_task_changes(store, tasks, config)
+        store.create(config.model_dump(mode="json"), tasks, replace=set(changes.redefined))
         if before_drive is not None:
             before_drive(store)
         for problem in warnings:
             record(Warning(message=f"preflight: {problem}"))
-        if changed:
-            record(Warning(message=f"resumed with {len(changed)} redefined task(s): {', '.join(sorted(changed))}"))
+        if changes.redefined:
+            redefined = ", ".join(sorted(changes.redefined))
+            record(Warning(message=f"resumed with {len(changes.redefined)} redefined task(s): {redefined}"))
+        if changes.dropped:
+            record(Warning(message=(
+                f"resumed without {len(changes.dropped)} task(s) of this run, left out of its report (their records "
+                f"stay; a resume with them brings them back): {', '.join(sorted(changes.dropped))}"
+            )))  # fmt: skip
         service = factories.server(config.model)
         # A server this run owns starts loading now where it can, so that Ray's start overlaps it
         # (docs/sandboxes.md, "Start-up"); Ray's renice leaves its processes alone.

@@ -8,7 +8,8 @@ in advance); its later rollouts stay candidates for the winners. A selector's sc
 Selection's ``ranked`` list, a valid candidate missing from that list ranks below every scored one,
 and a task the selector made no choice on counts as unsolved for it. Oracle selections
 (``oracle=True``) are kept apart from the selectors. Under a batch budget every task's curves come from its first
-allotment (``budget_first``), drawn before any outcome was known; what the allocator added is reported apart.
+allotment (``budget_first``), drawn before any outcome was known; what the allocator added is reported apart. The
+tasks are the run's latest invocation's (``RunStore.tasks``): records of tasks a resume left out are not read.
 """
 
 from __future__ import annotations
@@ -174,6 +175,14 @@ def load_run(store: RunStore) -> RunData:
     rollouts = store.rollouts()
     grades, evidence = store.verdicts("grade"), store.verdicts("evidence")
     selections = store.selections()
+    infra_events = store.events_of("infra")
+    if store.current_task_ids() is not None:  # a resume left some tasks out: their records stay, out of the report
+        ids = {t.task_id for t in tasks}
+        rollouts = {rid: r for rid, r in rollouts.items() if r.task_id in ids}
+        grades = {rid: v for rid, v in grades.items() if v.task_id in ids}
+        evidence = {rid: v for rid, v in evidence.items() if v.task_id in ids}
+        selections = [s for s in selections if s.task_id in ids]
+        infra_events = [e for e in infra_events if e.get("task_id") in ids]
     task_ids = _task_order(tasks, rollouts, selections)
     row = {t: i for i, t in enumerate(task_ids)}
     n = max([int(config.get("n") or 0), *(r.index + 1 for r in rollouts.values())] or [0])
@@ -250,7 +259,7 @@ def load_run(store: RunStore) -> RunData:
         subset_checked=bool(subset_known.any()),
         subset_live=subset_live,
         early_stop={t: s for t, s in stopped.items() if t in row},
-        infra_events=store.events_of("infra"),
+        infra_events=infra_events,
         path=store.path,
     )
     by_selector: dict[str, dict[str, Selection]] = {}

@@ -77,6 +77,23 @@ def test_second_invocation_verifies_only_what_lacks_a_verdict(tmp_path: Path) ->
     assert sum(RunStore(first.path).rollout_counts().values()) == 3
 
 
+def test_an_eval_run_named_by_an_older_version_is_resumed_by_the_same_command(tmp_path: Path) -> None:
+    from agentbon.evaluate import eval_run_id, prepare
+
+    tasks = make_tasks(tmp_path, ["a", "b"])
+    preds = write_jsonl(tmp_path / "p.jsonl", [pred("a", patch("FIX"))])
+    older = eval_run_id("s.jsonl", MODEL, prepare(preds, tasks)[0], None)
+    first = evaluate(tasks, preds, cfg(tmp_path, run_id=older), suite="s.jsonl", factories=fakes(tmp_path))
+    log = first.path / "events.jsonl"  # as an older version left it: no record of the run's tasks
+    log.write_text("".join(line for line in log.read_text().splitlines(keepends=True) if '"type": "tasks"' not in line))
+    again = evaluate(tasks, preds, cfg(tmp_path), suite="s.jsonl", factories=fakes(tmp_path))
+    assert again.run_id == older and again.batch is None and verifications(tmp_path) == ["a/0 grade"]
+    # A suite of the same file name that grades the instance otherwise: not the run the older version graded it in.
+    other = [t.model_copy(update={"grade": t.grade.model_copy(update={"command": "false"})}) for t in tasks]
+    elsewhere = evaluate(other, preds, cfg(tmp_path), suite="s.jsonl", factories=fakes(tmp_path))
+    assert elsewhere.run_id != older and elsewhere.batch is not None
+
+
 def test_infra_errors_are_retried_on_the_next_invocation(tmp_path: Path) -> None:
     tasks = make_tasks(tmp_path, ["a"])
     preds = write_jsonl(tmp_path / "p.jsonl", [pred("a", patch("VERIFY-DOWN FIX"))])

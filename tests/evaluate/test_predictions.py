@@ -112,10 +112,13 @@ def test_eval_config_grades_one_candidate_per_task_and_keeps_explicit_settings()
 def test_default_run_id_follows_the_patches(tmp_path: Path) -> None:
     from agentbon.evaluate import eval_run_id
 
-    def run_id(entries: list) -> str:
+    def run_id(entries: list, suite: tuple[str, ...] = ("a", "b"), path: str = "sets/verified.jsonl") -> str:
         predictions, _ = read_predictions(write_jsonl(tmp_path / "p.jsonl", entries))
-        return eval_run_id("sets/verified.jsonl", "org/m", match(predictions, tasks("a", "b"), "p"))
+        return eval_run_id(path, "org/m", match(predictions, tasks(*suite), "p"), tasks(*suite))
 
     one = run_id([pred("a", patch("FIX"), model="org/m"), pred("b", "", model="org/m")])
     assert one.startswith("eval-verified-org-m-") and one == run_id([pred("a", patch("FIX"), model="org/m")])
     assert one != run_id([pred("a", patch("FIX2"), model="org/m")])
+    # Another suite that shares the file name is another run; the same suite elsewhere is the same one.
+    assert one != run_id([pred("a", patch("FIX"), model="org/m")], suite=("a", "b", "c"))
+    assert one == run_id([pred("a", patch("FIX"), model="org/m")], path="moved/verified.jsonl")

@@ -43,6 +43,23 @@ def test_run_then_same_command_resumes(tmp_path: Path, monkeypatch: pytest.Monke
     assert sum(store.rollout_counts().values()) == 4
 
 
+@pytest.mark.ray
+@pytest.mark.usefixtures("ray_session")
+def test_two_suites_with_the_same_file_name_are_two_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("agentbon.cli.run.make_factories", lambda: fakes(tmp_path))
+    common = ["-n", "1", "--run-dir", str(tmp_path / "runs"), "--model", "fake",
+              "-c", "select.selectors=[first, oracle]"]  # fmt: skip
+    for folder, ids in (("lite", ["a"]), ("verified", ["a", "b"])):
+        (tmp_path / folder).mkdir()
+        suite = tmp_path / folder / "test.jsonl"
+        suite.write_text("".join(t.model_dump_json() + "\n" for t in make_tasks(tmp_path, ids)))
+        result = invoke(str(suite), *common)
+        assert result.exit_code == 0 and f"{len(ids)} rollouts planned, 0 already done" in result.output
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == 2 and all(r.name.startswith("test-fake-") for r in runs)
+    assert sorted(len(RunStore(r).tasks()) for r in runs) == [1, 2]
+
+
 def test_bad_override_names_the_key(tmp_path: Path) -> None:
     suite = write_suite(tmp_path, ["a"])
     result = CliRunner().invoke(app, ["run", str(suite), "-c", "verify.concurrency=lots"])

@@ -71,6 +71,32 @@ def test_resume_refuses_tasks_redefined_since_the_run_started(tmp_path: Path) ->
     assert [e["message"] for e in store.events_of("warning")] == ["resumed with 1 redefined task(s): a"]
 
 
+def test_a_resume_without_some_tasks_reports_the_tasks_it_ran_and_keeps_the_others(tmp_path: Path) -> None:
+    from agentbon.report.data import load_run
+
+    tasks = make_tasks(tmp_path, ["a", "b", "c"])
+    run_batch(tasks, config(tmp_path, n=1, run_id="r"), factories=fakes(tmp_path))
+    fewer = run_batch(tasks[:2], config(tmp_path, n=1, run_id="r"), factories=fakes(tmp_path))
+    store = RunStore(fewer.path)
+    assert fewer.planned == 0 and load_run(store).task_ids == ["a", "b"]
+    assert [e["message"] for e in store.events_of("warning")] == [
+        "resumed without 1 task(s) of this run, left out of its report (their records stay; a resume with them "
+        "brings them back): c"
+    ]
+    again = run_batch(tasks, config(tmp_path, n=1, run_id="r"), factories=fakes(tmp_path))
+    assert again.planned == 0 and load_run(store).task_ids == ["a", "b", "c"]
+
+
+def test_a_resume_that_changes_early_stop_or_verification_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    tasks = make_tasks(tmp_path, ["m"], migration=True)
+    run_batch(tasks, config(tmp_path, n=1, run_id="r"), factories=fakes(tmp_path))
+    for setting, named in (("early_stop=false", "early_stop: True -> False"),
+                           ("verify.timeout_s=5", "verify.timeout_s: 300.0 -> 5.0")):  # fmt: skip
+        with pytest.raises(ConfigError, match=named):
+            run_batch(tasks, config(tmp_path, setting, n=2, run_id="r"), factories=fakes(tmp_path))
+    assert sum(RunStore(tmp_path / "runs" / "r").rollout_counts().values()) == 1  # nothing ran
+
+
 def test_early_stop_keeps_the_fixed_part_of_every_task(tmp_path: Path) -> None:
     tasks = make_tasks(tmp_path, ["m"], migration=True)
     f = fakes(tmp_path, {"m/0": "FIX"}, default="nope sleep:1")

@@ -151,7 +151,7 @@ def test_progress_counts_flagged_candidates_as_they_are_graded() -> None:
 def test_resuming_with_other_sampling_settings_is_refused(tmp_path) -> None:
     from agentbon.config import load_config
     from agentbon.errors import ConfigError
-    from agentbon.orchestrate.batch import check_resumable, default_run_id
+    from agentbon.orchestrate.resume import check_resumable, default_run_id
     from agentbon.store import RunStore
 
     store = RunStore(tmp_path / "run")
@@ -165,10 +165,15 @@ def test_resuming_with_other_sampling_settings_is_refused(tmp_path) -> None:
         check_resumable(store, load_config(overrides=["model.top_p=0.9", "model.top_k=5"]))
     flags = str(refused.value).split("pass ", 1)[1].split(";")[0].split()
     check_resumable(store, load_config(overrides=[f for f in flags if f != "-c"]))
-    with pytest.raises(ConfigError, match="agent: .*; or use another --run-id"):  # a section: no one-flag hint
+    with pytest.raises(ConfigError, match="agent.step_limit: 20 -> 3.*pass -c agent.step_limit=20;"):
         check_resumable(store, load_config(overrides=["agent.step_limit=3"]))
-    assert default_run_id("suites/demo", first) == default_run_id("suites/demo", load_config(n=8))
-    assert default_run_id("suites/demo", first) != default_run_id("suites/demo", load_config(overrides=["model.seed=1"]))
+    with pytest.raises(ConfigError, match=r"verify.pytest_plugins: \[\] -> \['asyncio'\]\): .*them; or use another --run-id"):
+        check_resumable(store, load_config(overrides=["verify.pytest_plugins=[asyncio]"]))  # a list: no one-flag hint
+    suite = [task()]
+    assert default_run_id("suites/demo", first, suite) == default_run_id("suites/demo", load_config(n=8), suite)
+    assert default_run_id("suites/demo", first, suite) != default_run_id(
+        "suites/demo", load_config(overrides=["model.seed=1"]), suite
+    )
 
 
 def test_sandbox_slots_follow_how_the_model_serves() -> None:
