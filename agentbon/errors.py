@@ -7,6 +7,9 @@ model's or the agent's fault and is never retried.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 
 class AgentbonError(Exception):
     """Root of every error agentbon raises."""
@@ -68,6 +71,41 @@ class ModelTimeout(InfraError, TimeoutError):
     """The model server is alive (it answers a probe) but did not answer a request in time: it is overloaded, not
     dead. The rollout is retried like any infrastructure failure; the server is kept (a restart would throw away
     every request in flight and, for vLLM, minutes of warm-up)."""
+
+
+class StartFailure(InfraError):
+    """A part a command starts or joins (Ray, the model server, the vLLM engines) did not come up, so nothing ran.
+    Its message is one line naming the part, the cause and the fix; the CLI prints it and exits 3: fix the cause and
+    run the same command (docs/failure-taxonomy.md, "Exit codes")."""
+
+    def __init__(self, part: str, cause: str, fix: str):
+        super().__init__(f"{part} did not start: {cause}. Fix: {fix}; then run the same command")
+        self.part, self.cause, self.fix = part, cause, fix
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        return type(self), (self.part, self.cause, self.fix)
+
+    @classmethod
+    def of(cls, part: str, error: BaseException, fix: str) -> StartFailure:
+        """The failure ``error`` caused, its message made one line: its first line and, where it has more (a log's
+        tail), its last one, which says what went wrong at the end."""
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        said = " ... ".join(lines[:1] + lines[-1:] if len(lines) > 1 else lines) or "no message"
+        return cls(part, f"{type(error).__name__}: {said}", fix)
+
+
+@contextmanager
+def starting(describe: Callable[[], tuple[str, str]]) -> Iterator[None]:
+    """Around the start of a part: what it raises becomes a ``StartFailure`` with the part and the fix ``describe()``
+    names (asked then, when a log's path is known). A ``ConfigError`` passes (bad input: exit 2), and so does a
+    ``StartFailure`` already made."""
+    try:
+        yield
+    except (ConfigError, StartFailure):
+        raise
+    except Exception as e:
+        part, fix = describe()
+        raise StartFailure.of(part, e, fix) from e
 
 
 class RolloutDeadline(InfraError, TimeoutError):

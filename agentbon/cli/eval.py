@@ -3,7 +3,8 @@
 Exit codes: 0 every prediction graded (resolved or not); 2 bad input (a predictions file that cannot be read,
 predictions of several models without ``--model``, a failed preflight such as a missing image: nothing
 graded; or some entries not predictions of this suite, each named, the rest graded); 3 some predictions
-could not be graded (infrastructure: run the same command again to retry them); 130 interrupted (resume).
+could not be graded (infrastructure: run the same command again to retry them), or Ray did not start or join (one
+line naming it and the fix); 130 interrupted (resume).
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from typing import Annotated, Any
 import typer
 
 from agentbon.cli.options import (
-    EXIT_INPUT,
-    EXIT_INTERRUPTED,
     ConfigFiles,
     Overrides,
     RayAddress,
     RunDir,
+    exit_codes,
     load_suite_or_exit,
 )
 
@@ -55,35 +55,24 @@ def eval_command(
     """Grade given patches in fresh sandboxes (the same verifier as `run`); write eval_report.json; resumable."""
     from agentbon.config import load_config
     from agentbon.console import make_console
-    from agentbon.errors import ConfigError
     from agentbon.evaluate import evaluate
     from agentbon.evaluate.table import print_report
     from agentbon.orchestrate.cluster import sigterm_as_ctrl_c
     from agentbon.progress import make_display
 
     console = make_console()
-    try:
+    with exit_codes():
         config = load_config(
             config_files, overrides, ray_address=ray_address, run_dir=str(run_dir) if run_dir else None,
             run_id=run_id, verify={"concurrency": concurrency} if concurrency else None,
         )
-    except ConfigError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(EXIT_INPUT) from e
     tasks = load_suite_or_exit(suite)
     sigterm_as_ctrl_c()
     display = make_display(run_id or "eval", console)
-    try:
-        with display:
-            result = evaluate(
-                tasks, predictions, config, suite=str(suite), model=model, factories=make_factories(), emit=display
-            )
-    except ConfigError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(EXIT_INPUT) from e
-    except KeyboardInterrupt:
-        typer.echo("interrupted; run the same command to resume", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+    with exit_codes(), display:
+        result = evaluate(
+            tasks, predictions, config, suite=str(suite), model=model, factories=make_factories(), emit=display
+        )
     print_report(result.report, console)
     console.print(f"report: {result.report_path}", markup=False, highlight=False, soft_wrap=True)
     _explain(console, result)

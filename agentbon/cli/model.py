@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -49,9 +49,13 @@ def serve(
     threads: Annotated[int, typer.Option(help="CPU threads (llama-cpp).", rich_help_panel="Server")] = 2,
     ctx: Annotated[int, typer.Option(help="Context length.", rich_help_panel="Server")] = 8192,
 ) -> None:
-    """Run a local OpenAI-compatible server in the foreground until Ctrl-C; prints its endpoint."""
+    """Run a local OpenAI-compatible server in the foreground until Ctrl-C; prints its endpoint.
+
+    Exit codes: 0 stopped (Ctrl-C, SIGTERM); 2 bad input (a launcher, path or interpreter that cannot work); 3 the
+    server did not start, or exited while serving (one line naming it and its log)."""
+    from agentbon.cli.options import exit_codes
     from agentbon.config import ModelConfig
-    from agentbon.errors import AgentbonError
+    from agentbon.errors import starting
     from agentbon.models import local_server
 
     if launcher not in ("auto", "llama-cpp", "vllm"):
@@ -59,22 +63,29 @@ def serve(
     config = ModelConfig(launcher=launcher, path=path, name=name, threads=threads, ctx=ctx)  # type: ignore[arg-type]
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
+    with exit_codes():
         server = local_server(config, port=port or None, log=typer.echo)
-        with server as endpoint:
-            typer.echo(
-                f"{server.name} serving {name} at {endpoint} (ready in {server.started_s:.1f}s; log {server.log_path})"
-            )
-            typer.echo(f"use it with: agentbon run SUITE --endpoint {endpoint} --model {name}   (Ctrl-C stops it)")
-            while not stop.wait(1.0):
-                if not server.alive():
-                    typer.echo(f"error: the server exited:\n{server.log_tail()}", err=True)
-                    raise typer.Exit(1)
-    except KeyboardInterrupt:
-        typer.echo("stopped")
-    except AgentbonError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from e
+        try:
+            with starting(lambda: (f"the model server ({server.name})", f"its log {server.log_path} says why")):
+                endpoint = server.start()
+            _serve(server, endpoint, name, stop)
+        except KeyboardInterrupt:
+            typer.echo("stopped")
+        finally:
+            server.stop()
+
+
+def _serve(server: Any, endpoint: str, name: str, stop: threading.Event) -> None:
+    """Say where the server serves, then watch it until ``stop``; one that exits meanwhile ends the command (3)."""
+    from agentbon.cli.options import EXIT_INFRA_LEFT
+
+    typer.echo(f"{server.name} serving {name} at {endpoint} (ready in {server.started_s:.1f}s; log {server.log_path})")
+    typer.echo(f"use it with: agentbon run SUITE --endpoint {endpoint} --model {name}   (Ctrl-C stops it)")
+    while not stop.wait(1.0):
+        if not server.alive():
+            said = " ".join(server.log_tail(3).split())
+            typer.echo(f"error: {server.name} exited while serving: {said} (log {server.log_path})", err=True)
+            raise typer.Exit(EXIT_INFRA_LEFT)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -35,3 +37,23 @@ def load_suite_or_exit(suite: Path) -> list[Any]:
         typer.echo(f"error: {suite}: no valid tasks", err=True)
         raise typer.Exit(EXIT_INPUT)
     return tasks
+
+
+@contextmanager
+def exit_codes() -> Iterator[None]:
+    """Around a command's work: bad input (``ConfigError``, a ``MissingExtra`` to install) exits 2, a part that did
+    not start or join (``StartFailure``: Ray, the model server, the engines) 3, Ctrl-C 130; each said in one line on
+    stderr (docs/failure-taxonomy.md, "Exit codes")."""
+    from agentbon.errors import ConfigError, MissingExtra, StartFailure
+
+    try:
+        yield
+    except (ConfigError, MissingExtra) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EXIT_INPUT) from e
+    except StartFailure as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EXIT_INFRA_LEFT) from e
+    except KeyboardInterrupt:  # before or after the driver loop (which handles its own): nothing half-recorded
+        typer.echo("interrupted; run the same command to resume", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None

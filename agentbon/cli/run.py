@@ -1,7 +1,8 @@
 """`agentbon run SUITE -n N`: N rollouts per task on Ray, verified, selected, reported; resumable.
 
 Exit codes (docs/failure-taxonomy.md): 0 every rollout and verification finished; 2 bad input or a failed
-preflight check (nothing recorded); 3 the run ended with infrastructure errors left (resume to finish them);
+preflight check (nothing recorded); 3 the run ended with infrastructure errors left (resume to finish them), or
+a part it starts or joins (Ray, the model server, the engines) did not come up (one line naming it and the fix);
 130 interrupted (resume to finish).
 """
 
@@ -14,12 +15,12 @@ import typer
 
 from agentbon.cli.options import (
     EXIT_INFRA_LEFT,
-    EXIT_INPUT,
     EXIT_INTERRUPTED,
     ConfigFiles,
     Overrides,
     RayAddress,
     RunDir,
+    exit_codes,
     load_suite_or_exit,
 )
 
@@ -76,7 +77,6 @@ def run(
     """Run N rollouts per task, verify, select and report; the same command on the same run resumes it."""
     from agentbon.config import load_config
     from agentbon.console import make_console
-    from agentbon.errors import ConfigError
     from agentbon.orchestrate import resolve_run_id, run_batch
     from agentbon.orchestrate.cluster import sigterm_as_ctrl_c
     from agentbon.progress import make_display
@@ -84,30 +84,20 @@ def run(
     console = make_console(stderr=False)
     named = {k: v for k, v in {"name": model, "launcher": launcher}.items() if v is not None}
     model_direct = {**named, **endpoint_fields(endpoint)}
-    try:
+    with exit_codes():
         config = load_config(
             config_files, overrides, n=n, ray_address=ray_address, concurrency=concurrency,
             run_dir=str(run_dir) if run_dir else None, run_id=run_id, model=model_direct or None,
             accept_task_changes=accept_task_changes or None, budget=budget, budget_tokens=budget_tokens,
         )
-    except ConfigError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(EXIT_INPUT) from e
     tasks = load_suite_or_exit(suite)
     run_id = resolve_run_id(str(suite), config, tasks)
     config = config.model_copy(update={"run_id": run_id})
     console.print(f"run {run_id}: {len(tasks)} tasks x {config.n} -> {Path(config.run_dir) / run_id}")
     display = make_display(run_id, console)
     sigterm_as_ctrl_c()  # a batch scheduler's SIGTERM stops the run like Ctrl-C: cleanly, resumable
-    try:
-        with display:
-            result = run_batch(tasks, config, suite=str(suite), factories=make_factories(), emit=display)
-    except ConfigError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(EXIT_INPUT) from e
-    except KeyboardInterrupt:  # before or after the driver loop (which handles its own): nothing half-recorded
-        typer.echo("interrupted; run the same command to resume", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+    with exit_codes(), display:
+        result = run_batch(tasks, config, suite=str(suite), factories=make_factories(), emit=display)
     _finish(console, result)
 
 

@@ -36,7 +36,10 @@ def validate(
         ),
     ] = True,
 ) -> None:
-    """Check every task: the gold patch resolves, the empty patch does not, each grading test is stable."""
+    """Check every task: the gold patch resolves, the empty patch does not, each grading test is stable.
+
+    Exit codes: 0 every task valid; 1 some task invalid or not loaded; 2 bad options, or no Docker engine answers;
+    3 only sandboxes that did not start or failed under the checks (infra_error): run the same command again."""
     from agentbon.config import SandboxConfig, VerifyConfig
     from agentbon.console import make_console
     from agentbon.errors import AgentbonError
@@ -86,8 +89,11 @@ def validate(
                 indent=1,
             )
         )
-    if bad or errors:
+    if errors or any(r.status != "infra_error" for r in bad):
         raise typer.Exit(1)
+    if bad:
+        console.print(f"{len(bad)} task(s) could not be checked (infra_error): run the same command again")
+        raise typer.Exit(3)
 
 
 def _write_flaky_map(suite: Path, results: list[Any], runs: int, console: Any) -> None:

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from agentbon.config import ModelConfig
+from agentbon.errors import starting
 from agentbon.models.server import LOOPBACK
 
 
@@ -57,8 +58,9 @@ class ModelService:
         self._t0 = time.monotonic()
         host = config.serve_host or LOOPBACK
         self._key = config.api_key or (None if host == LOOPBACK else secrets.token_urlsafe(24))
-        self._server = self.local_server(config, host, self._key)
-        self._server.launch()
+        with starting(self._part_and_fix):
+            self._server = self.local_server(config, host, self._key)
+            self._server.launch()
 
     def pids(self) -> set[int]:
         """The process of a server this run launched (empty if none): Ray's renice leaves it alone."""
@@ -68,7 +70,12 @@ class ModelService:
     def start(self) -> ModelConfig:
         """Make sure the model serves; return the model config with ``endpoint`` (or ``pool``) set.
 
-        Several endpoints: ``pool`` names the router actor that workers route each task's calls through."""
+        Several endpoints: ``pool`` names the router actor that workers route each task's calls through. What does
+        not come up is a ``StartFailure`` naming it (a ``ConfigError`` stays one: the command must change)."""
+        with starting(self._part_and_fix):
+            return self._start()
+
+    def _start(self) -> ModelConfig:
         t0 = self._t0 if self._t0 is not None else time.monotonic()  # launched early: counted from there
         from agentbon.models import resolve_model
 
@@ -96,6 +103,22 @@ class ModelService:
 
             self._baseline = prefix_cache_stats(self._endpoint)
         return config
+
+    def _part_and_fix(self) -> tuple[str, str]:
+        """What this service starts, and where to look when it does not come up."""
+        config = self.config
+        if config.endpoints:
+            return "the router of model.endpoints", "see Ray's logs (/tmp/ray/session_latest/logs), or give one --endpoint"
+        if config.launcher == "vllm-actors":
+            return "the vLLM engines (vllm-actors)", (
+                "their log is under /tmp/ray/session_latest/logs on the node they were placed on (worker-*.err); check "
+                "model.path, model.vllm_python and the GPUs there, or give --endpoint"
+            )
+        log = getattr(self._server, "log_path", None)
+        return f"the model server ({config.launcher})", (
+            f"its log {log or '(none written)'} says why; fix that (model.path, the interpreter, memory, a free port), "
+            "or give --endpoint"
+        )
 
     @staticmethod
     def serve_host(config: ModelConfig) -> str:

@@ -12,6 +12,7 @@ import glob
 import logging
 import os
 import signal
+import socket
 import threading
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
@@ -20,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from agentbon.config import RunConfig
-from agentbon.errors import ConfigError
+from agentbon.errors import ConfigError, StartFailure, starting
 
 log = logging.getLogger(__name__)
 
 SANDBOX = "agentbon_sandbox"
 VERIFY = "agentbon_verify"
+JOIN_TIMEOUT_S = 5.0
+"""How long the driver waits for the cluster's address to accept a connection before it gives up on joining."""
 
 
 @dataclass
@@ -83,23 +86,43 @@ def _init(config: RunConfig, spare: Collection[int] = ()) -> bool:
     if ray.is_initialized():
         return False
     if config.ray_address:
-        ray.init(address=config.ray_address, log_to_driver=False)
+        part = f"Ray (joining the cluster at {config.ray_address})"
+        fix = (
+            f"start the cluster's head there (ray start --head --resources='{{\"{SANDBOX}\": N}}'), give "
+            "--ray-address the head's HOST:6379, or leave it out for a local Ray"
+        )
+        check_listening(config.ray_address, part, fix)
+        with starting(lambda: (part, fix)):
+            ray.init(address=config.ray_address, log_to_driver=False)
         return False
     # Local Ray on one machine: no auth token to manage (a cluster keeps its own setting).
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     renice = shares_cpu_with_server(config)
     before = descendants(os.getpid()) if renice else set()
-    ray.init(
-        # "local": a Ray of this run's own. Without it, ray.init joins whatever /tmp/ray/ray_current_cluster names
-        # (another run's Ray, or one left by a killed run) and then refuses this run's resources.
-        address="local",
-        resources={SANDBOX: config.slots(), VERIFY: config.verify.concurrency},
-        include_dashboard=False,
-        log_to_driver=False,
-    )
+    with starting(lambda: ("Ray (a local instance)", "see its logs under /tmp/ray/session_latest/logs (memory, disk)")):
+        ray.init(
+            # "local": a Ray of this run's own. Without it, ray.init joins whatever /tmp/ray/ray_current_cluster names
+            # (another run's Ray, or one left by a killed run) and then refuses this run's resources.
+            address="local",
+            resources={SANDBOX: config.slots(), VERIFY: config.verify.concurrency},
+            include_dashboard=False,
+            log_to_driver=False,
+        )
     if renice:  # what ray.init started: gcs, raylet, agents, the workers the raylet has forked so far
         lower_priority(sorted(started_since(before, spare)), config.ray_niceness)
     return True
+
+
+def check_listening(address: str, part: str, fix: str) -> None:
+    """A ``StartFailure`` at once where nothing accepts a connection at a cluster's ``host:port``: ``ray.init`` would
+    retry for minutes (more than 5 with Ray 2.60) before it gave up. ``auto`` and other forms are left to Ray."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=JOIN_TIMEOUT_S).close()
+    except OSError as e:
+        raise StartFailure(part, f"nothing answers at {address} ({e})", fix) from e
 
 
 def shares_cpu_with_server(config: RunConfig) -> bool:

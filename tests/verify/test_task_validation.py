@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import uuid
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 from verify_task import HIDDEN
@@ -108,3 +109,17 @@ def test_cli_reports_load_errors_and_validates_the_rest(calc, tmp_path, monkeypa
     assert "1 valid, 0 not valid, 1 failed to load" in result.output
     data = yaml.safe_load(out.read_text())
     assert data["results"][0]["status"] == "valid" and data["load_errors"][0]["field"].startswith("grade")
+
+
+@pytest.mark.docker
+def test_a_sandbox_that_does_not_start_is_exit_3_not_an_invalid_task(calc, docker_backend, tmp_path):
+    """The task is fine; its sandbox cannot start (an image neither the engine nor a registry has): the task could
+    not be checked, which running the same command again may fix (exit 3), not a task to repair (exit 1)."""
+    missing = f"agentbon-test-missing/{uuid.uuid4().hex[:8]}:none"
+    task = calc.task.model_copy(update={"environment": calc.task.environment.model_copy(update={"image": missing})})
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(task.model_dump_json() + "\n")
+    result = CliRunner().invoke(app, ["tasks", "validate", str(suite), "--runs", "1"], env={"COLUMNS": "200"})
+    assert result.exit_code == 3, result.output
+    assert "infra_error" in result.output and "0 valid, 1 not valid" in result.output
+    assert "run the same command" in result.output
