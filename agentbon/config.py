@@ -412,7 +412,9 @@ class RunConfig(Section):
     spent and nothing finished in between: a server or engine that stays down does not burn the whole batch. 0:
     never."""
     deadline_s: float = Field(default=1800.0, gt=0)
-    """Hard deadline for one rollout over its whole life."""
+    """Hard deadline for one rollout over its whole life: at least ``sandbox.setup_timeout_s + agent.time_limit_s +
+    model.timeout_s``, so that an agent that uses its time limit ends as ``time_limit`` (the model's outcome) rather
+    than being killed as infrastructure. Verification has a budget of its own (verify/budget.py)."""
     early_stop: bool = True
     """Cancel a migration task's pending rollouts once one passes (evidence == grade)."""
     early_stop_fixed: int = Field(default=4, ge=1)
@@ -461,6 +463,24 @@ class RunConfig(Section):
                 "nodes (docs/architecture.md, 'No shared filesystem')"
             )
         return value
+
+    @model_validator(mode="after")
+    def _rollout_fits_its_deadline(self) -> RunConfig:
+        """The deadline holds the sandbox's start, the agent's time limit and one model call begun just before it
+        (the agent checks its limit between calls; a shell command is cut to the time left)."""
+        parts = {
+            "sandbox.setup_timeout_s": self.sandbox.setup_timeout_s, "agent.time_limit_s": self.agent.time_limit_s,
+            "model.timeout_s": self.model.timeout_s,
+        }  # fmt: skip
+        need = sum(parts.values())
+        if need > self.deadline_s:
+            named = " + ".join(f"{key} ({value:g})" for key, value in parts.items())
+            raise ValueError(
+                f"deadline_s ({self.deadline_s:g}) is less than {named} = {need:g}: a rollout whose agent uses its "
+                "time limit would be killed at the deadline as an infrastructure failure, retried and run again on "
+                f"every resume; raise deadline_s to {need:g} or more, or lower the others"
+            )
+        return self
 
     @field_validator("run_id")
     @classmethod
@@ -553,7 +573,8 @@ def _problem(err: Any) -> str:
     """``key.sub: what is wrong, the allowed range (got value)`` for one pydantic error."""
     key = ".".join(str(p) for p in err["loc"])
     if err["type"] == "value_error":
-        return f"{key}: {str(err['msg']).removeprefix('Value error, ')}"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        return f"{key}: {message}" if key else message  # a rule over several keys names them itself
     if err["type"] in ("missing", "extra_forbidden") or isinstance(err.get("input"), dict | list):
         return f"{key}: {err['msg']}"
     bounds = _bounds(tuple(err["loc"])) if err["type"] in RANGE_ERRORS else None

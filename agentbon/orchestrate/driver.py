@@ -253,10 +253,11 @@ class Driver:
             )  # fmt: skip
 
     def _launch_verify(self, rollout: Rollout, roles: list[Role], attempt: int, budget: float) -> None:
-        """Submit one verification unit with its share of the rollout's deadline."""
+        """Submit one verification unit: ``budget`` seconds for each role, so the unit's deadline is their sum."""
         args = (self._config_ref, self._factories_ref, self.tracker, attempt, budget)
         ref = self._remote_verify.remote(self._task_refs[rollout.task_id], rollout, roles, *args)
-        self.state.inflight[ref] = Unit("verify", rollout.task_id, attempt, rollout=rollout, roles=roles, budget_s=budget)
+        unit = Unit("verify", rollout.task_id, attempt, rollout=rollout, roles=roles, budget_s=budget * len(roles))
+        self.state.inflight[ref] = unit
 
     def _select_ready(self) -> None:
         """Run the selectors on every task that has nothing open and something new."""

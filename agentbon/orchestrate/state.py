@@ -24,7 +24,7 @@ class Unit:
     """The candidate a verify unit checks."""
     roles: list[Role] = field(default_factory=list)
     budget_s: float = 0.0
-    """Seconds this unit may run before the driver kills it (its share of the rollout's hard deadline)."""
+    """Seconds this unit may run before the driver kills it (a rollout's hard deadline, a verification's budget)."""
     submitted_at: float = field(default_factory=time.time)
     started_at: float | None = None
     node_id: str | None = None

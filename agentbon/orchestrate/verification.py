@@ -16,9 +16,10 @@ from agentbon.orchestrate.outcomes import record_infra
 from agentbon.orchestrate.plan import ROLES
 from agentbon.orchestrate.state import RunState, Unit
 from agentbon.types import Role, Rollout, Verdict, patch_hash
+from agentbon.verify.budget import budget_s
 
 Launch = Callable[[Rollout, list[Role], int, float], None]
-"""Submits one verification unit: (rollout, roles, attempt, seconds it may take)."""
+"""Submits one verification unit: (rollout, roles, attempt, seconds each role's verification may take)."""
 
 
 class VerifyStage:
@@ -55,8 +56,7 @@ class VerifyStage:
         broken = [v for v in verdicts if v.status == "infra_error"]
         if broken:
             kind, message = kind_of(broken[0].reason)
-            # Past the deadline there is no time left to retry in.
-            retry = kind != "RolloutDeadline" and state.retry.allows(unit.attempt)
+            retry = state.retry.allows(unit.attempt)  # its budget is its own: a retry has all of it again
             record_infra(state, unit, Failure(kind, message, True), retry)
             if retry:
                 state.books[rollout.task_id].verifying += 1
@@ -84,15 +84,10 @@ class VerifyStage:
         if state.cache.enabled and key in state.cache.waiting:
             state.cache.waiting[key].append((rollout, roles))
             return 0
-        budget = state.config.deadline_s - rollout.timings.wall_s
-        if budget <= 0:
-            book.verifying -= 1
-            reason = "RolloutDeadline: no time left to verify within the rollout's deadline"
-            self.record(rollout, [_infra_verdict(rollout, role, reason) for role in roles])
-            return 0
         if state.cache.enabled:
             state.cache.waiting[key] = []
-        self.launch(rollout, roles, attempt, budget)
+        # Its own budget, not what the rollout left of its deadline: a slow rollout is verified all the same.
+        self.launch(rollout, roles, attempt, budget_s(state.config.verify, state.config.sandbox.setup_timeout_s))
         return 1
 
     def record(self, rollout: Rollout, verdicts: list[Verdict]) -> None:

@@ -135,7 +135,7 @@ def run_verify(
     item: Task | Parcel, rollout: Rollout, roles: list[Role], config: RunConfig, factories: Factories, tracker: Any,
     attempt: int, budget_s: float,
 ) -> list[Verdict]:
-    """Verify one candidate in each role within the rollout's remaining deadline; failures become verdicts.
+    """Verify one candidate in each role, each within ``budget_s`` (verify/budget.py); failures become verdicts.
 
     When evidence and grade coincide the tests run once and the verdict is recorded in both roles.
     """
@@ -153,9 +153,9 @@ def run_verify(
             with dog:
                 verdict = verifier.verify(unpack(item), rollout, role)
             if dog.fired:
-                raise RolloutDeadline("past the rollout's deadline during verification")
+                raise RolloutDeadline(f"past the verification's budget of {budget_s:.0f}s")
         except Exception as e:  # infra (engine gone, image missing) or a verifier bug: recorded, retried by the driver
-            failure = classify(RolloutDeadline("past the rollout's deadline during verification") if dog.fired else e)
+            failure = classify(RolloutDeadline(f"past the verification's budget of {budget_s:.0f}s") if dog.fired else e)
             verdict = Verdict(
                 run_id=rollout.run_id, task_id=rollout.task_id, rollout_id=rollout.rollout_id, role=role,
                 status="infra_error", reason=f"{failure.kind}: {failure.message}", duration_s=time.time() - t0,

@@ -46,6 +46,7 @@ from agentbon.errors import InfraError, SandboxDiskLimit
 from agentbon.protocols import Sandbox, SandboxBackend
 from agentbon.types import Flag, Role, Rollout, Task, TestSet, Verdict, patch_hash
 from agentbon.verify import canary, evalscript, flaky, guard, harness, parsecheck, second
+from agentbon.verify.budget import HOUSEKEEPING_S, RUNNER_GRACE_S
 from agentbon.verify.cache import VerdictCache
 from agentbon.verify.grading import crosscheck, grade, graded_ids
 from agentbon.verify.junit import JUnitError, durations_for, outcomes_for, parse_junit
@@ -56,7 +57,6 @@ SCRIPTS = {
     "unittest": ("agentbon_supervise.py", "agentbon_canary.py", "run_pytest.py", "run_unittest.py", "unittest_boot.py"),
     "command": ("agentbon_supervise.py", "run_command.py"),
 }
-HOUSEKEEPING_TIMEOUT_S = 120.0
 
 
 def verifiers_dir() -> Path:
@@ -195,7 +195,7 @@ class TestVerifier:
         return base.model_copy(update=update)
 
     # ------------------------------------------------------------------------------------ steps
-    def _sh(self, sandbox: Sandbox, command: str, timeout: float = HOUSEKEEPING_TIMEOUT_S):
+    def _sh(self, sandbox: Sandbox, command: str, timeout: float = HOUSEKEEPING_S):
         # Housekeeping runs as root; the tests do not (_run_tests; docs/security.md, "Sandbox hardening").
         return sandbox.exec(command, timeout=timeout, workdir=sandbox.workdir, user="root")
 
@@ -418,7 +418,8 @@ class TestVerifier:
         script = {"pytest": "run_pytest.py", "unittest": "run_unittest.py", "command": "run_command.py"}[tests.runner]
         command = f'PY=$(command -v python3 || command -v python) && exec "$PY" -I {vdir}/{script} {vdir}/spec.json'
         command = f"{harness.ACTIVATE}{command}" if activate else command
-        ran = sandbox.exec(command, timeout=self.config.timeout_s + 60, workdir=sandbox.workdir)  # the sandbox's user
+        # As the sandbox's user.
+        ran = sandbox.exec(command, timeout=self.config.timeout_s + RUNNER_GRACE_S, workdir=sandbox.workdir)
         if ran.timed_out:
             raise _Fail("test run timed out", log=ran.output[-4000:])
         report = self._read_json(sandbox, result_path)
@@ -573,11 +574,11 @@ class TestVerifier:
         if setup is None:
             # as the sandbox's user; a SWE-bench record without the harness's script in its testbed environment
             command = f"{harness.ACTIVATE}{command}" if activate else command
-            ran = sandbox.exec(command, timeout=self.config.timeout_s + 60, workdir=sandbox.workdir)
+            ran = sandbox.exec(command, timeout=self.config.timeout_s + RUNNER_GRACE_S, workdir=sandbox.workdir)
             return second.read(ran.output, nonce, ids)
         script = f"exec 3>&1 >{vdir}/setup.log 2>&1\n{setup}set +x\nexec 1>&3 2>&1 3>&-\n{command}\n"
         sandbox.write_file(f"{vdir}/second.sh", script)
-        timeout = self.config.timeout_s + HOUSEKEEPING_TIMEOUT_S + 60
+        timeout = self.config.timeout_s + HOUSEKEEPING_S + RUNNER_GRACE_S
         ran = sandbox.exec(f"/bin/bash {vdir}/second.sh", timeout=timeout, workdir=sandbox.workdir, user="root")
         answer = second.read(ran.output, nonce, ids)
         if answer.problem:  # say what the setup part printed last (an environment that did not activate, ...)

@@ -101,3 +101,25 @@ def test_memory_is_normalised_to_what_the_docker_sdk_parses():
 
 def test_the_defaults_are_in_range():
     RunConfig.model_validate(RunConfig().model_dump())
+
+
+@pytest.mark.parametrize(("overrides", "named"), [
+    (["agent.time_limit_s=3600"], "agent.time_limit_s (3600)"),
+    (["deadline_s=600"], "deadline_s (600)"),
+    (["sandbox.setup_timeout_s=900", "model.timeout_s=900"], "sandbox.setup_timeout_s (900)"),
+])  # fmt: skip
+def test_a_deadline_that_cannot_hold_a_rollout_to_its_time_limit_is_refused_naming_the_fields(overrides, named):
+    """A rollout whose agent uses its time limit must end as ``time_limit`` (the model's outcome, counted), not be
+    killed at the hard deadline as infrastructure (retried, left out of n, run again on every resume)."""
+    with pytest.raises(ConfigError) as caught:
+        load_config(overrides=overrides)
+    text = str(caught.value)
+    assert named in text and "deadline_s" in text and "agent.time_limit_s" in text and "model.timeout_s" in text
+    assert "sandbox.setup_timeout_s" in text and text.count("invalid config") == 1
+
+
+def test_limits_that_just_fit_the_deadline_load():
+    config = load_config(overrides=[
+        "deadline_s=100", "sandbox.setup_timeout_s=10", "agent.time_limit_s=60", "model.timeout_s=30",
+    ])  # fmt: skip
+    assert config.deadline_s == 100

@@ -3,6 +3,7 @@ verifier): infra outcomes are retried, left out of n and run again on resume; mo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,24 @@ def test_infra_retries_wait_for_their_back_off(tmp_path: Path) -> None:
     # The second attempt started at least 0.5 s after the first failed; the third 1 s after the second.
     starts = [r["record"]["timings"]["started_at"] for r in store.events_of("rollout")]
     assert infra[1]["ts"] - infra[0]["ts"] >= 0.5 and starts[-1] - infra[1]["ts"] >= 1.0
+
+
+def test_a_rollout_that_took_its_whole_deadline_is_verified_on_resume(tmp_path: Path) -> None:
+    """Verification has its own budget, whatever the rollout took. The store is as an earlier driver left it: the
+    rollout's wall time at its deadline and both verdicts ``infra_error`` for want of time (out of n, exit 3)."""
+    tasks = make_tasks(tmp_path, ["a"])
+    cfg = config(tmp_path, n=1, run_id="r")
+    f = fakes(tmp_path, {"a/0": "FIX"})
+    log = run_batch(tasks, cfg, factories=f).path / "events.jsonl"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    for event in events:
+        if event["type"] == "rollout":
+            event["record"]["timings"]["wall_s"] = cfg.deadline_s
+        if event["type"] == "verdict":
+            event["record"].update(status="infra_error", reason="RolloutDeadline: no time left to verify")
+    log.write_text("".join(json.dumps(event) + "\n" for event in events))
+    again = run_batch(tasks, cfg, factories=f)
+    assert again.infra_left.total == 0
+    store = RunStore(again.path)
+    assert {role: store.verdicts(role)["a/0"].status for role in ("evidence", "grade")} == {
+        "evidence": "pass", "grade": "pass"}

@@ -13,6 +13,9 @@ from agentbon.testing import FakeBackend
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_session")]
 
+SHORT_DEADLINE = ("deadline_s=2", "sandbox.setup_timeout_s=0.5", "agent.time_limit_s=0.5", "model.timeout_s=1")
+"""A 2 s deadline, with the limits it must hold shrunk to fit it (config.py refuses a deadline they do not fit)."""
+
 
 def live(root: Path) -> list[Path]:
     return FakeBackend(root=root / "sandboxes").live()
@@ -159,7 +162,7 @@ def test_an_unexpected_exception_still_removes_the_runs_sandboxes(tmp_path: Path
 def test_deadline_stops_a_rollout_that_loops_in_python(tmp_path: Path) -> None:
     tasks = make_tasks(tmp_path, ["a"])
     result = run_batch(
-        tasks, config(tmp_path, "infra_retries=0", "deadline_s=2", n=2, run_id="r"), factories=fakes(tmp_path, {"a/0": "hang"})
+        tasks, config(tmp_path, "infra_retries=0", *SHORT_DEADLINE, n=2, run_id="r"), factories=fakes(tmp_path, {"a/0": "hang"})
     )
     r = RunStore(result.path).rollouts()["a/0"]
     # "hang" never ends by itself: the run finishing at all is the deadline's doing, on a machine of any load
@@ -174,7 +177,7 @@ def test_deadline_kills_a_rollout_blocked_in_c(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(supervise, "GRACE_S", 1.0)
     tasks = make_tasks(tmp_path, ["a"])
     result = run_batch(
-        tasks, config(tmp_path, "infra_retries=0", "deadline_s=2", n=1, run_id="r"), factories=fakes(tmp_path, {"a/0": "block"})
+        tasks, config(tmp_path, "infra_retries=0", *SHORT_DEADLINE, n=1, run_id="r"), factories=fakes(tmp_path, {"a/0": "block"})
     )
     store = RunStore(result.path)
     r = store.rollouts()["a/0"]
