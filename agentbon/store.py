@@ -13,8 +13,9 @@ Layout of ``runs/<run_id>/``::
     summary.json, report.md, report.html
 
 The event log is the source of truth; per-rollout folders are conveniences written before the
-event that records them. A torn last line (the driver killed mid-write) is ignored on reading and
-cut off on the next append, so a resumed run never records a rollout twice. The run's tasks are those of its
+event that records them. A torn last line of any JSONL here (the driver killed mid-write) is ignored on reading and
+cut off on the next append, so a resumed run never records a rollout twice; every other file is replaced whole
+(written to a temporary name and renamed: agentbon/files.py). The run's tasks are those of its
 latest invocation (a ``tasks`` event names them whenever they change): a resume without some tasks leaves their
 records in place, out of the report, and one with them brings them back.
 """
@@ -33,9 +34,11 @@ from typing import Any
 import yaml
 
 from agentbon.errors import ConfigError
+from agentbon.files import append_jsonl, read_jsonl, write_atomic
 from agentbon.types import Rollout, Selection, Task, Verdict
 
 EVENTS = "events.jsonl"
+TASKS = "tasks.jsonl"
 TASK_SET = "tasks"
 """The event naming the run's tasks (``task_ids``), appended by ``create`` whenever they change."""
 
@@ -52,39 +55,22 @@ class RunStore:
         """Write the config and the task snapshot (kept on resume; new tasks, and those in ``replace``, appended), and
         make ``tasks`` the run's tasks."""
         self.path.mkdir(parents=True, exist_ok=True)
-        (self.path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        write_atomic(self.path / "config.yaml", yaml.safe_dump(config, sort_keys=False))
         known = {t.task_id for t in self.definitions()} - (replace or set())
-        with open(self.path / "tasks.jsonl", "a") as f:
-            for task in tasks:
-                if task.task_id not in known:
-                    f.write(task.model_copy(update={"gold_patch": None}).model_dump_json() + "\n")
+        append_jsonl(self.path / TASKS, (
+            t.model_copy(update={"gold_patch": None}).model_dump_json() for t in tasks if t.task_id not in known
+        ))  # fmt: skip
         ids = [t.task_id for t in tasks]
         if ids != self.current_task_ids():
             self.append(TASK_SET, task_ids=ids)
 
-    def _repair_tail(self) -> None:
-        log = self.path / EVENTS
-        if not log.exists() or log.stat().st_size == 0:
-            return
-        with open(log, "rb+") as f:
-            f.seek(-1, os.SEEK_END)
-            if f.read(1) == b"\n":
-                return
-            f.seek(0)
-            data = f.read()
-            f.truncate(data.rfind(b"\n") + 1)
-
     def append(self, kind: str, record: Any = None, **fields: Any) -> None:
         """Append one event and flush it to disk."""
         self.path.mkdir(parents=True, exist_ok=True)
-        self._repair_tail()
         event: dict[str, Any] = {"type": kind, "ts": time.time(), **fields}
         if record is not None:
             event["record"] = record.model_dump(mode="json") if hasattr(record, "model_dump") else record
-        with open(self.path / EVENTS, "a") as f:
-            f.write(json.dumps(event) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        append_jsonl(self.path / EVENTS, [json.dumps(event)])
 
     def rollout_dir(self, rollout_id: str) -> Path:
         d = self.path / rollout_id
@@ -94,15 +80,15 @@ class RunStore:
     def save_rollout(self, rollout: Rollout, messages: list[dict[str, Any]] | None = None) -> None:
         """Write the rollout's folder, then record it in the event log."""
         d = self.rollout_dir(rollout.rollout_id)
-        (d / "patch.diff").write_text(rollout.patch)
+        write_atomic(d / "patch.diff", rollout.patch)
         if messages is not None:
-            (d / "trajectory.jsonl").write_text("".join(json.dumps(m) + "\n" for m in messages))
-        (d / "rollout.json").write_text(rollout.model_dump_json(indent=1))
+            write_atomic(d / "trajectory.jsonl", "".join(json.dumps(m) + "\n" for m in messages))
+        write_atomic(d / "rollout.json", rollout.model_dump_json(indent=1))
         self.append("rollout", rollout)
 
     def save_verdict(self, verdict: Verdict) -> None:
         d = self.rollout_dir(verdict.rollout_id)
-        (d / f"verdict.{verdict.role}.json").write_text(verdict.model_dump_json(indent=1))
+        write_atomic(d / f"verdict.{verdict.role}.json", verdict.model_dump_json(indent=1))
         self.append("verdict", verdict)
 
     def save_selection(self, selection: Selection) -> None:
@@ -112,8 +98,7 @@ class RunStore:
         """Write a log file under the rollout's ``logs/`` folder (tracebacks of failed attempts)."""
         d = self.rollout_dir(rollout_id) / "logs"
         d.mkdir(exist_ok=True)
-        (d / name).write_text(text)
-        return d / name
+        return write_atomic(d / name, text)
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -141,17 +126,7 @@ class RunStore:
     # ---------------------------------------------------------------- reading
     def events(self) -> Iterator[dict[str, Any]]:
         """Every complete event in order (a torn last line is skipped)."""
-        log = self.path / EVENTS
-        if not log.exists():
-            return
-        with open(log) as f:
-            for line in f:
-                if not line.endswith("\n"):
-                    break
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    continue
+        yield from read_jsonl(self.path / EVENTS)
 
     def events_of(self, kind: str) -> list[dict[str, Any]]:
         """Every complete event of one type (``infra``, ``early_stop``, ``interrupted``...), in order."""
@@ -181,14 +156,10 @@ class RunStore:
     def definitions(self) -> list[Task]:
         """Every task the run has stored, those no longer in its suite too; a task redefined on a resume
         (``accept_task_changes``) reads as its latest definition."""
-        p = self.path / "tasks.jsonl"
-        if not p.exists():
-            return []
         latest: dict[str, Task] = {}
-        for line in p.read_text().splitlines():
-            if line.strip():
-                task = Task.model_validate_json(line)
-                latest[task.task_id] = task
+        for data in read_jsonl(self.path / TASKS):
+            task = Task.model_validate(data)
+            latest[task.task_id] = task
         return list(latest.values())
 
     def rollouts(self) -> dict[str, Rollout]:
@@ -219,10 +190,7 @@ class RunStore:
         return list(out.values())
 
     def trajectory(self, rollout_id: str) -> list[dict[str, Any]]:
-        p = self.path / rollout_id / "trajectory.jsonl"
-        if not p.exists():
-            return []
-        return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+        return list(read_jsonl(self.path / rollout_id / "trajectory.jsonl"))
 
     def config(self) -> dict[str, Any]:
         p = self.path / "config.yaml"

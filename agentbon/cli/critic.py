@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from agentbon.files import write_atomic
+
 critic_app = typer.Typer(help="Critic outcome reward models: train, evaluate.", no_args_is_help=True)
 
 RunDirs = Annotated[list[Path], typer.Argument(help="Run directories with graded rollouts (runs/<run_id>).")]
@@ -129,7 +131,7 @@ def evaluate(
     rows = {name: calibration.report(y[keep], s[keep]) for name, s in scores.items()}
     console.print(_metrics_table(f"{len(keep)} graded rollouts, {len(set(task_ids))} tasks", rows))
     if json_out:
-        json_out.write_text(json.dumps({"runs": [str(r) for r in runs], "metrics": rows}, indent=1))
+        write_atomic(json_out, json.dumps({"runs": [str(r) for r in runs], "metrics": rows}, indent=1))
 
 
 def _trajectory(stores: dict, examples: list, rollout_id: str) -> list:

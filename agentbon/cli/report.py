@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from agentbon.files import write_atomic
+
 DEFAULT_TABLES = ("headline", "flags", "scaling", "selectors")
 """Tables ``agentbon report`` prints without ``--all`` (``flags`` only exists when a candidate was flagged)."""
 
@@ -109,8 +111,8 @@ def report(
             console.print(rich_table(table))
         if out and not no_write:
             out.mkdir(parents=True, exist_ok=True)
-            (out / "compare.md").write_text("\n".join(md_table(t, level=1) for t in tables))
-            (out / "compare.html").write_text(render_tables_html(f"{a['run_id']} → {b['run_id']}", tables))
+            write_atomic(out / "compare.md", "\n".join(md_table(t, level=1) for t in tables))
+            write_atomic(out / "compare.html", render_tables_html(f"{a['run_id']} → {b['run_id']}", tables))
             console.print(f"wrote {out / 'compare.md'} and {out / 'compare.html'}")
         return
     if run_dir is None:

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from agentbon.files import write_atomic
+
 tasks_app = typer.Typer(help="Task suites: check them before a run.", no_args_is_help=True)
 
 
@@ -83,7 +85,8 @@ def validate(
     bad = [r for r in results if r.status != "valid"]
     console.print(f"{len(results) - len(bad)} valid, {len(bad)} not valid, {len(errors)} failed to load")
     if json_out:
-        json_out.write_text(
+        write_atomic(
+            json_out,
             json.dumps(
                 {"results": [r.model_dump() for r in results], "load_errors": [e.model_dump() for e in errors]},
                 indent=1,

@@ -19,6 +19,7 @@ import numpy as np
 
 from agentbon.critic.calibration import auroc
 from agentbon.critic.prior import HeuristicPrior
+from agentbon.files import write_atomic
 from agentbon.protocols import Critic
 
 RECENT = 5
@@ -95,7 +96,7 @@ def _why(name: str, why: str, figures: dict[str, Any] | None = None) -> dict[str
 
 def _write(path: Path, choice: dict[str, Any]) -> None:
     if path.is_dir():
-        (path / CHOICE_FILE).write_text(json.dumps(choice, indent=1) + "\n")
+        write_atomic(path / CHOICE_FILE, json.dumps(choice, indent=1) + "\n")
 
 
 def recorded_choice(run_path: Path) -> dict[str, Any] | None:

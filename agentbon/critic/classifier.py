@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from agentbon.errors import ConfigError
+from agentbon.files import write_atomic
 from agentbon.types import Rollout, Task, Verdict
 
 FORMAT = "agentbon-critic-logreg"
@@ -102,8 +103,7 @@ class LogisticModel:
         if path.is_dir() or str(path).endswith("/"):
             path.mkdir(parents=True, exist_ok=True)
             path = path / "critic.json"
-        path.write_text(json.dumps(self.to_json(), indent=1))
-        return path
+        return write_atomic(path, json.dumps(self.to_json(), indent=1))
 
     @classmethod
     def load(cls, path: str | Path) -> LogisticModel:

@@ -19,6 +19,7 @@ import git
 
 from agentbon.errors import ExportError
 from agentbon.export.common import Winner, as_patch_file, flag_note, flagged_policy, pick_selector, winners
+from agentbon.files import write_atomic
 from agentbon.report.data import RunData
 
 IDENTITY = {
@@ -183,7 +184,7 @@ def export_patches(
         assert w.rollout is not None
         file = out_dir / f"{branch_name(data.run_id, w.task_id).rsplit('/', 1)[1]}.patch"
         header = "".join(f"# {line}\n" if line else "#\n" for line in _message(data, w, name).splitlines())
-        file.write_text(header + "\n" + as_patch_file(w.patch))  # git apply skips text before the first diff
+        write_atomic(file, header + "\n" + as_patch_file(w.patch))  # git apply skips text before the first diff
         evidence = data.evidence.get(w.rollout.rollout_id)
         task = data.tasks.get(w.task_id)
         index.append({
@@ -194,5 +195,5 @@ def export_patches(
         })  # fmt: skip
         result.created.append(file.name)
         _mark(result, w)
-    (out_dir / "winners.jsonl").write_text("".join(json.dumps(row) + "\n" for row in index))
+    write_atomic(out_dir / "winners.jsonl", "".join(json.dumps(row) + "\n" for row in index))
     return result

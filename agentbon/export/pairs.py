@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentbon.export.common import flagged_policy
+from agentbon.files import write_atomic
 from agentbon.report.data import RunData, is_sample
 from agentbon.report.flags import blocking_kinds, rollout_flags, rollout_kinds, undone_paths
 from agentbon.store import RunStore
@@ -161,5 +162,5 @@ def export_pairs(
         stats.tasks_with_pairs += made > 0
         stats.tasks_without += made == 0
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(line + "\n" for line in lines))
+    write_atomic(out, "".join(line + "\n" for line in lines))
     return stats

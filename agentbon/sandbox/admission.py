@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
+
+from agentbon.files import write_atomic
 
 SLOW_FACTOR = 4.0
 """A start this many times the fastest one seen (and at least ``SLOW_MIN_S`` over it) counts as slow."""
@@ -71,9 +72,7 @@ class Admission:
                 before = box[0]
                 yield box
                 if box[0] != before:
-                    tmp = self._state.with_suffix(f".{os.getpid()}.tmp")
-                    tmp.write_text(json.dumps({"limit": box[0].limit, "fastest_s": box[0].fastest_s}))
-                    tmp.replace(self._state)
+                    write_atomic(self._state, json.dumps({"limit": box[0].limit, "fastest_s": box[0].fastest_s}))
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 

@@ -21,6 +21,7 @@ import git
 
 from agentbon.config import SandboxConfig
 from agentbon.errors import ImageBuildError, SandboxGone
+from agentbon.files import write_atomic
 from agentbon.sandbox.common import GIT_IDENTITY, container_labels, file_lock, matches, parse_bytes, slug
 from agentbon.sandbox.patch import take_patch
 from agentbon.sandbox.pexec import kill_all, limits_prefix, netns_prefix, run_process, session_processes
@@ -207,7 +208,7 @@ class ProcessBackend:
             sha = prepare_repo(task.repo.url, task.repo.base_commit, where / "repo")
             if task.environment.python_packages:
                 self._venv(task, where)
-            (where / "ready.json").write_text(json.dumps({"base_commit": sha, "task_id": task.task_id}))
+            write_atomic(where / "ready.json", json.dumps({"base_commit": sha, "task_id": task.task_id}))
         return str(where)
 
     @staticmethod
@@ -228,7 +229,7 @@ class ProcessBackend:
         sha = json.loads((where / "ready.json").read_text())["base_commit"]
         started = time.monotonic()
         root = Path(tempfile.mkdtemp(prefix=PREFIX))
-        (root / META).write_text(json.dumps({"labels": container_labels(labels, task.task_id), "pid": os.getpid()}))
+        write_atomic(root / META, json.dumps({"labels": container_labels(labels, task.task_id), "pid": os.getpid()}))
         for sub in ("home", "tmp"):
             (root / sub).mkdir()
         repo = git.Repo.clone_from(str(where / "repo"), root / "repo", no_hardlinks=True, quiet=True)

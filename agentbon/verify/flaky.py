@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentbon.files import write_atomic
 from agentbon.types import TestOutcome, TestSet
 
 MAP_FILE = "flaky.json"
@@ -139,6 +140,4 @@ def write_map(path: Path, found: Mapping[str, Mapping[str, str]], runs: int) -> 
         else:
             current.pop(task, None)
     body = {"version": MAP_VERSION, "runs": runs, "tasks": dict(sorted(current.items()))}
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(body, indent=1) + "\n")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(body, indent=1) + "\n")
