@@ -156,3 +156,20 @@ def test_a_rollout_that_took_its_whole_deadline_is_verified_on_resume(tmp_path: 
     store = RunStore(again.path)
     assert {role: store.verdicts(role)["a/0"].status for role in ("evidence", "grade")} == {
         "evidence": "pass", "grade": "pass"}
+
+
+def test_a_verification_past_its_own_budget_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its budget something outside the tests hung (infrastructure): another attempt has the whole budget
+    again. The budget is cut to 0.5 s and the fake verifier takes 2 s, so each attempt runs past it."""
+    import dataclasses
+    import functools
+
+    from agentbon.testing import FakeVerifier
+
+    monkeypatch.setattr("agentbon.orchestrate.verification.budget_s", lambda verify, setup_s: 0.5)
+    tasks = make_tasks(tmp_path, ["a"], migration=True)  # evidence is the grade: one verification per attempt
+    slow = dataclasses.replace(fakes(tmp_path, {"a/0": "FIX"}), verifier=functools.partial(FakeVerifier, delay_s=2.0))
+    result = run_batch(tasks, config(tmp_path, "infra_retries=1", "infra_backoff_s=0", n=1, run_id="r"), factories=slow)
+    infra = [(e["unit"], e["error"], e["attempt"], e["retry"]) for e in RunStore(result.path).events_of("infra")]
+    assert infra == [("verify", "RolloutDeadline", 1, True), ("verify", "RolloutDeadline", 2, False)]
+    assert result.infra_left.verdicts == {"RolloutDeadline": 2}

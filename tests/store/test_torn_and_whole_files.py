@@ -113,3 +113,17 @@ def test_reports_exports_and_critic_files_are_replaced_whole(tmp_path: Path) -> 
     model = LogisticModel.fit(np.array([[0.0], [1.0], [0.2], [0.9]]), np.array([0, 1, 0, 1]), ["f"], text=False)
     model.save(tmp_path / "critic.json")
     replaced_whole(tmp_path / "critic.json", lambda: model.save(tmp_path / "critic.json"))
+
+
+def test_a_torn_tail_longer_than_a_read_block_is_cut_whole(tmp_path: Path) -> None:
+    from agentbon.files import append_jsonl, read_jsonl
+
+    log = tmp_path / "events.jsonl"
+    log.write_text('{"a": 1}\n' + '{"patch": "' + "x" * 200_000)  # a large record, torn
+    assert list(read_jsonl(log)) == [{"a": 1}]
+    append_jsonl(log, ['{"b": 2}'])
+    assert log.read_text() == '{"a": 1}\n{"b": 2}\n'
+    only = tmp_path / "only.jsonl"
+    only.write_text('{"torn": ')  # the first line itself torn
+    append_jsonl(only, ['{"c": 3}'])
+    assert list(read_jsonl(only)) == [{"c": 3}]
