@@ -28,6 +28,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from agentbon.files import read_jsonl
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -174,8 +176,7 @@ def _model_calls(run_dir: Path) -> list[dict]:
     for traj in sorted(run_dir.glob("*/*/trajectory.jsonl")):
         started_at = json.loads((traj.parent / "rollout.json").read_text())["timings"]["started_at"]
         messages: list[dict] = []
-        for line in traj.read_text().splitlines():
-            msg = json.loads(line)
+        for msg in read_jsonl(traj):
             extra = msg.get("extra") or {}
             if msg["role"] == "assistant" and "model_latency_s" in extra:
                 ended = started_at + extra["elapsed_s"]
@@ -221,7 +222,7 @@ def run_batch(launcher: str, args: argparse.Namespace) -> Path:
 
 def report(launcher: str, run_dir: Path, wall: float, sampler: MemorySampler | None) -> None:
     rollouts = _rollouts(run_dir)
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    events = list(read_jsonl(run_dir / "events.jsonl"))
     start_s = next((e.get("start_s") for e in events if e["type"] == "model_stats"), None)
     hit = next((e.get("prefix_cache_hit_rate") for e in events if e["type"] == "model_stats"), None)
     tokens = sum(r["usage"]["completion_tokens"] for r in rollouts)

@@ -259,7 +259,7 @@ def agentbon_run(
     store = RunStore(result.path)
     rollouts = [r for r in store.rollouts().values() if r.status != "infra_error"]
     verdicts = list(store.verdicts("grade").values())
-    events = [json.loads(line) for line in (result.path / "events.jsonl").read_text().splitlines()]
+    events = list(store.events())
     first = min(r.timings.started_at for r in rollouts)
     last = max(e["ts"] for e in events if e["type"] == "verdict")
     return {
