@@ -50,7 +50,7 @@ def test_eval_grades_predictions_with_the_real_verifier(engine, tmp_path: Path) 
     slow = diff(repo, tmp_path / "s", {"calc/ops.py": "import time\n\n\ndef add(a, b):\n    time.sleep(600)\n    return a + b\n"})
     entries = [pred("calc-gold", gold), pred("calc-stale", stale), pred("calc-slow", slow)]
     preds = write_jsonl(tmp_path / "preds.jsonl", entries)
-    config = load_config(overrides=[f"run_dir={tmp_path / 'runs'}", "verify.concurrency=2", "verify.timeout_s=30"])
+    config = load_config(overrides=[f"run_dir={tmp_path / 'runs'}", "verify.concurrency=2", "verify.timeout_s=30", "sandbox.cpus=none"])
     result = evaluate(tasks, preds, config, suite="calc.jsonl")
     report = result.report
     assert (report["resolved_ids"], report["unresolved_ids"]) == (["calc-gold"], [])
