@@ -51,8 +51,8 @@ class SandboxConfig(Section):
     """Docker network mode for rollout and verification containers: ``none``, ``bridge``, ``host``,
     ``container:<name>`` or a user-defined network's name (its syntax is checked at load, its existence on the engine
     by the preflight)."""
-    cpus: float = Field(default=1.0, gt=0)
-    """CPU limit per container."""
+    cpus: float | None = Field(default=1.0, gt=0)
+    """CPU limit per container; ``none``: no limit (``agentbon eval`` of SWE-bench instances, as the harness)."""
     memory: str = "2g"
     """Memory limit per container (docker syntax: digits with an optional b, k, m or g suffix; at least 6m)."""
     pids: int = Field(default=256, ge=1)
@@ -92,6 +92,13 @@ class SandboxConfig(Section):
     """How commands reach a Docker sandbox (docs/sandboxes.md): ``resident``, one small executor process started
     once per sandbox and user that runs every command (no engine call per command; one ``exec`` per command where
     the image has no ``python3``), or ``exec``, one engine ``exec`` per command."""
+
+    @field_validator("cpus", mode="before")
+    @classmethod
+    def _cpus(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("none", "off"):
+            return None
+        return value
 
     @field_validator("user")
     @classmethod

@@ -189,6 +189,8 @@ class TaskLoadError(Record):
     source: str
     field: str
     problem: str
+    task_id: str | None = None
+    """The record's id (``task_id`` / ``instance_id``) where it has one: a task of the suite that did not load."""
 
     def __str__(self) -> str:
         return f"{self.source}: {self.field}: {self.problem}"
@@ -379,6 +381,8 @@ class Verdict(Record):
     status: VerdictStatus
     """``pass``/``fail`` decided by tests; ``undecided`` where tests cannot decide; ``infra_error`` apart."""
     patch_applied: bool = True
+    timed_out: bool = False
+    """The test run went past ``verify.timeout_s`` (``fail``; the SWE-bench harness counts it an error)."""
     tests: dict[str, TestOutcome] = Field(default_factory=dict)
     runner_exit_code: int | None = None
     tampered: list[str] = Field(default_factory=list)
