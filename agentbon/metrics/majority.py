@@ -83,7 +83,10 @@ def majority_selected_at_k(
         ids, inverse = np.unique(s[row][cand[row]], return_inverse=True)
         sizes = np.bincount(inverse, minlength=ids.size)
         means = np.bincount(inverse, weights=y[row][cand[row]], minlength=ids.size) / sizes
-        out[row] = _row(sizes, means, int(n[row] - c[row]), np.minimum(ks, n[row]))
+        values, by_size = np.unique(sizes, return_inverse=True)
+        chances = _chances(tuple(values.tolist()), tuple(np.bincount(by_size).tolist()), int(n[row] - c[row]),
+                           tuple(np.minimum(ks, n[row]).tolist()))  # fmt: skip
+        out[row] = np.bincount(by_size, weights=means) @ chances  # Σ over sizes of Σ ȳ_c · its chance
     if scalar_k:
         out = out[:, 0]
     if np.ndim(labels) == 1:
@@ -92,43 +95,46 @@ def majority_selected_at_k(
 
 
 def exact_majority_work(labels: np.ndarray, valid: np.ndarray | None = None) -> int:
-    """The exact sum's cost in :data:`agentbon.report.compute.EXACT_MAJORITY_WORK`'s units: per task with a cluster
-    of two or more, 200 + b² · min(n, 2b) for its b such clusters (the layer j = 2 dominates); 0 for the others."""
+    """The exact sum's cost, roughly in microseconds here (within a factor of 3 on the shapes timed in
+    docs/estimators.md): per task with a cluster of two or more, 500 + 3 · (1 + b) · Σ m(m + 3)/2 over its b
+    clusters of m >= 2 members (the layers' products); 0 for the others (one closed form for all of them)."""
     s, _, v = majority_inputs(labels, np.zeros(np.shape(labels)), valid)
     key = np.sort(np.where(v & np.isfinite(s), s, np.nan), axis=1)
-    same = key[:, 1:] == key[:, :-1]
-    starts = same & ~np.pad(same, ((0, 0), (1, 0)))[:, :-1]  # first pair of each run of equal labels
-    b = starts.sum(axis=1).astype(np.int64)
-    n = v.sum(axis=1).astype(np.int64)
-    return int(np.where(b > 0, 200 + b * b * np.minimum(n, 2 * b), 0).sum())
+    same = np.zeros(key.shape, bool)
+    same[:, 1:] = key[:, 1:] == key[:, :-1]  # a member after the first of its cluster
+    rank = np.cumsum(~same, axis=1)  # the cluster each sorted sample belongs to, numbered along the row
+    sizes = np.zeros(key.shape)
+    rows = np.repeat(np.arange(key.shape[0]), key.shape[1])
+    np.add.at(sizes, (rows, rank.ravel() - 1), 1.0)
+    big = sizes >= 2
+    b = big.sum(axis=1)
+    area = (np.where(big, sizes * (sizes + 3) / 2, 0.0)).sum(axis=1)
+    return int(np.where(b > 0, 500 + 3 * (1 + b) * area, 0).sum())
 
 
-def _row(sizes: np.ndarray, means: np.ndarray, r: int, kk: np.ndarray) -> np.ndarray:
-    """selected@k of one task whose clusters have ``sizes`` and mean correctness ``means``; ``r`` samples are no
-    candidate; ``kk`` already at most n."""
-    n = r + int(sizes.sum())
+@lru_cache(maxsize=65536)
+def _chances(values: tuple[int, ...], groups: tuple[int, ...], r: int, kk: tuple[int, ...]) -> np.ndarray:
+    """(sizes, ks): the chance that one given cluster of each size wins a uniform k-subset, for a task with
+    ``groups[i]`` clusters of ``values[i]`` members and ``r`` samples that are no candidate (``kk`` at most n). It
+    depends on nothing else, so tasks with the same clusters share it."""
+    sizes, counts, ks = np.asarray(values), np.asarray(groups), np.asarray(kk)
+    n = r + int((sizes * counts).sum())
     table = binomials(1 << max(6, n.bit_length()))
-    values, inverse = np.unique(sizes, return_inverse=True)
-    groups = np.bincount(inverse)
-    ysum = np.bincount(inverse, weights=means)  # Σ ȳ_c over the clusters of each size
-    big = int(kk.max())
-    total = np.zeros(kk.size)
-    for j in range(1, int(values[-1]) + 1):
-        top = values >= j
-        rest = r + int((values[~top] * groups[~top]).sum())  # samples whose cluster cannot reach j: free
-        others = int(groups[top].sum()) - 1
-        degree = min(big - j, j * others)  # x-degree the other clusters need: k - j at most, j each
+    out = np.zeros((sizes.size, ks.size))
+    for j in range(1, int(sizes[-1]) + 1):
+        top = sizes >= j
+        rest = r + int((sizes[~top] * counts[~top]).sum())  # samples whose cluster cannot reach j: free
+        degree = min(int(ks.max()) - j, j * (int(counts[top].sum()) - 1))  # x-degree of the others: j each
         if degree < 0:
             break
-        for size, q in _layer(values[top], groups[top], j, degree, table):
-            weight = ysum[values == size][0] * table[size, j]
-            for i, k in enumerate(kk):
-                lo = k - j  # [x^(k-j)] of (1+x)^rest · q
-                if lo >= 0:
-                    free = np.arange(lo, lo - min(lo, degree) - 1, -1)
-                    total[i] += weight * float(np.dot(np.where(free <= rest, table[rest, np.minimum(free, rest)], 0.0),
-                                                      q[: free.size]))  # fmt: skip
-    return total / table[n, kk]
+        # [x^(k-j)] of (1+x)^rest · q for every k: one matrix of binomials C(rest, k - j - i).
+        free = (ks - j)[:, None] - np.arange(degree + 1)[None, :]
+        pick = np.where((free >= 0) & (free <= rest), table[rest, np.clip(free, 0, rest)], 0.0)
+        for size, q in _layer(sizes[top], counts[top], j, degree, table):
+            out[np.flatnonzero(sizes == size)[0]] += table[size, j] * (pick @ q)
+    out /= table[n, ks]
+    out.setflags(write=False)
+    return out
 
 
 def _layer(values: np.ndarray, groups: np.ndarray, j: int, degree: int, table: np.ndarray):

@@ -1,12 +1,12 @@
 """majority's selected@k estimated without bias where the exact sum is too costly (docs/estimators.md, "majority").
 
-One uniformly random order per task: its first k samples are a uniform k-subset for every k at once. Walking the
-order, the vote is kept as it goes (the largest count so far, the clusters tied at it and the sum of their mean
-correctness ȳ_c), so each prefix's value is the vote's expected correctness on that subset, its tie and member
-draws averaged exactly. A control variate takes out most of the subset's noise: a uniform choice among the same
+One uniformly random order per task: its first k samples are a uniform k-subset for every k at once. Each
+prefix's clusters are counted (one count per k, each from the previous), and its value is the vote's expected
+correctness on that subset, its tie and member draws averaged exactly: the mean of ȳ_c over its largest clusters. A control variate takes out most of the subset's noise: a uniform choice among the same
 subset's candidates, whose mean over k-subsets is known exactly (ȳ of the candidates times the chance that the
 subset holds one); the two agree wherever the subset's clusters all have one member. Its coefficient per k is set
-from a pilot on separate draws, so it is independent of the draws it corrects and the estimate stays unbiased.
+from a pilot on separate draws, so it is independent of the draws it corrects and the estimate stays unbiased; at
+k <= 2 the vote is the uniform choice (one cluster, or a tie) and the coefficient is 1: exact, as at k = n.
 """
 
 from __future__ import annotations
@@ -21,52 +21,51 @@ from agentbon.metrics.softmax_estimate import PILOT_DRAWS, PILOT_ROWS, SampledEs
 
 
 def _draw(
-    ids: np.ndarray, cand: np.ndarray, ybar: np.ndarray, ks: np.ndarray, rng: np.random.Generator
+    ids: np.ndarray, cand: np.ndarray, ybar: np.ndarray, width: int, ks: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """For rows that all hold n samples: the vote's and the uniform choice's value on one random order's prefixes,
-    each (rows, ks). ``ids`` are flat cluster ids (unique across rows), ``ybar`` each sample's cluster mean."""
+    each (rows, ks). ``ids`` are flat cluster ids (row · width + the row's cluster), ``ybar`` each cluster's mean
+    correctness by flat id."""
     rows, n = ids.shape
     order = rng.permuted(np.broadcast_to(np.arange(n), ids.shape), axis=1)
     flat = flat_index(order, n)
-    seq_id, seq_cand, seq_y = (gather_rows(a, order, flat).reshape(rows, n) for a in (ids, cand, ybar))
-    counts = np.zeros(ids.size, dtype=np.int64)
-    top, tied = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
-    tied_y, cand_y, cand_n = np.zeros(rows), np.zeros(rows), np.zeros(rows)
-    kk = np.minimum(ks, n)
+    seq_id, seq_cand = (gather_rows(a, order, flat).reshape(rows, n) for a in (ids, cand))
+    # The uniform choice: the mean of ȳ_c over the prefix's candidates, from running sums.
+    picked = np.cumsum(seq_cand, axis=1)
+    held = np.cumsum(ybar[seq_id] * seq_cand, axis=1)
+    counts = np.zeros(rows * width)
+    means = ybar.reshape(rows, width)
     vote, uniform = np.zeros((rows, ks.size)), np.zeros((rows, ks.size))
-    for p in range(n):
-        cid, ok, y = seq_id[:, p], seq_cand[:, p], seq_y[:, p]
-        counts[cid] += ok
-        q = counts[cid]
-        up, join = ok & (q > top), ok & (q == top)  # a new largest count; or a cluster joining the tie at it
-        top = np.where(up, q, top)
-        tied = np.where(up, 1, tied + join)
-        tied_y = np.where(up, y, tied_y + join * y)
-        cand_y += ok * y
-        cand_n += ok
-        cols = np.flatnonzero(kk == p + 1)
-        if cols.size:
-            vote[:, cols] = (tied_y / np.maximum(tied, 1))[:, None]
-            uniform[:, cols] = (cand_y / np.maximum(cand_n, 1))[:, None]
+    done = 0
+    for i in np.argsort(ks, kind="stable"):
+        k = int(min(ks[i], n))
+        uniform[:, i] = held[:, k - 1] / np.maximum(picked[:, k - 1], 1)
+        if k > done:  # the counts of each cluster in the first k, from those in the first ``done``
+            counts += np.bincount(seq_id[:, done:k].ravel(), weights=seq_cand[:, done:k].ravel(),
+                                  minlength=rows * width)  # fmt: skip
+            done = k
+        table = counts.reshape(rows, width)
+        tied = table == table.max(axis=1, keepdims=True)  # the largest clusters of the subset: a uniform one wins
+        ties = np.count_nonzero(tied, axis=1)
+        vote[:, i] = np.where(picked[:, k - 1] > 0, np.einsum("ij,ij->i", tied, means) / ties, 0.0)
     return vote, uniform
 
 
-def _prepare(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Flat cluster ids, the candidate mask, each sample's cluster mean and the candidates' mean, for packed rows."""
+def _prepare(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Flat cluster ids (row · width + cluster), the candidate mask, each cluster's mean by flat id, the candidates'
+    mean, and the width, for packed rows. Labels that are small whole numbers (the report's) are their own ids."""
     rows, n = s.shape
-    order = np.argsort(s, axis=1, kind="stable")
-    ranked = gather_rows(s, order).reshape(rows, n)
-    new = np.ones((rows, n), bool)
-    new[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
-    ids = np.empty(rows * n, dtype=np.int64)
-    ids[flat_index(order, n).ravel()] = (np.cumsum(new, axis=1) - 1 + (np.arange(rows) * n)[:, None]).ravel()
-    ids = ids.reshape(rows, n)
     cand = np.isfinite(s)
-    sums = np.bincount(ids.ravel(), weights=(y * cand).ravel(), minlength=rows * n)
-    sizes = np.bincount(ids.ravel(), minlength=rows * n)
-    ybar = (sums / np.maximum(sizes, 1))[ids] * cand
+    local = np.where(cand, s, 0.0)
+    if not (local == np.round(local)).all() or local.min(initial=0) < 0 or local.max(initial=0) >= 4 * n:
+        local = np.unique(local, return_inverse=True)[1].reshape(rows, n).astype(np.float64)  # dense ids
+    width = int(local.max(initial=0)) + 1
+    ids = local.astype(np.int64) + (np.arange(rows, dtype=np.int64) * width)[:, None]
+    sums = np.bincount(ids.ravel(), weights=(y * cand).ravel(), minlength=rows * width)
+    sizes = np.bincount(ids.ravel(), weights=cand.ravel(), minlength=rows * width)
+    ybar = sums / np.maximum(sizes, 1)
     mean = (y * cand).sum(axis=1) / np.maximum(cand.sum(axis=1), 1)
-    return ids, cand, ybar, mean
+    return ids, cand, ybar, mean, width
 
 
 def _draws(
@@ -77,11 +76,11 @@ def _draws(
     vote, uniform = np.zeros((2, draws, s2.shape[0], ks.size))
     exact = np.zeros((s2.shape[0], ks.size))
     for rows, s, y in packed_groups(s2, y2, v2):
-        ids, cand, ybar, mean = _prepare(s, y)
+        ids, cand, ybar, mean, width = _prepare(s, y)
         n, c = np.full(rows.size, s.shape[1]), cand.sum(axis=1)
         exact[rows] = np.stack([mean * (1.0 - fail_ratio(n, c, int(min(k, s.shape[1])))) for k in ks], axis=-1)
         for d in range(draws):
-            vote[d, rows], uniform[d, rows] = _draw(ids, cand, ybar, ks, rng)
+            vote[d, rows], uniform[d, rows] = _draw(ids, cand, ybar, width, ks, rng)
     return vote, uniform, exact
 
 
@@ -103,6 +102,7 @@ def majority_selected_at_k_estimate(
     cov = ((pv - pv.mean(axis=0)) * (pu - pu.mean(axis=0))).sum(axis=0).sum(axis=0)
     var = ((pu - pu.mean(axis=0)) ** 2).sum(axis=0).sum(axis=0)
     beta = np.where(var > 0, cov / np.where(var > 0, var, 1.0), 0.0)  # per k, pooled over the pilot's tasks
+    beta[ks <= 2] = 1.0  # of one or two members the vote is the uniform choice (one cluster, or a tie): exact
     vote, uniform, exact = _draws(s2, y2, v2, ks, main_rng, draws)
     corrected = vote - beta * (uniform - exact)  # the control variate has mean 0 over k-subsets
     values = corrected.mean(axis=0)

@@ -47,9 +47,9 @@ its work is at most ``EXACT_SOFTMAX_WORK`` / ``EXACT_MAJORITY_WORK``, else estim
 EXACT_SOFTMAX_WORK = 600_000
 """``auto``'s limit on the exact softmax's work, in :func:`exact_softmax_work`'s units: about half a second here
 (measured 0.12 ms a task at n = 4, 0.44 at 16, 4.5 at 64, 52 at 256: about 0.1 ms + 0.8 µs x n²)."""
-EXACT_MAJORITY_WORK = 2_000_000
+EXACT_MAJORITY_WORK = 1_000_000
 """``auto``'s limit on the exact majority vote's work, in :func:`~agentbon.metrics.majority.exact_majority_work`'s
-units: about half a second here (docs/estimators.md, "majority")."""
+units: about a second here at most (docs/estimators.md, section 4, "majority")."""
 ESTIMATE_SAMPLES = 2_560_000
 """Samples x draws the estimate is given: one draw of each kind at 10,000 x 256 (about 0.1 s here), up to
 ``MAX_DRAWS`` draws on smaller runs, so its Monte Carlo error shrinks as the run does."""
@@ -139,6 +139,8 @@ def _selected(
     if est not in ("softmax", "majority"):
         return np.asarray(selected_at_k(s, correct, ks))
     counts = curve.sum(axis=1)
+    exact: Callable[..., np.ndarray | float]
+    estimate: Callable[..., SampledEstimate]
     if est == "softmax":
         exact, estimate = softmax_selected_at_k, softmax_selected_at_k_estimate
         cheap = exact_softmax_work(counts) <= EXACT_SOFTMAX_WORK

@@ -62,7 +62,7 @@ def test_singletons_are_a_uniform_choice_and_work_counts_only_clusters():
     got = np.asarray(majority_selected_at_k(labels, y, [1, 2, 4]))
     assert got[0] == pytest.approx([1 / 4, 1 / 3, 1 / 3])  # a candidate's mean, times P(the subset holds one)
     assert got[1] == pytest.approx([brute(list(labels[1]), list(y[1]), k) for k in (1, 2, 4)])
-    assert exact_majority_work(labels) == 200 + 1 * 1 * 2
+    assert exact_majority_work(labels) == 500 + 3 * 2 * 5  # one cluster of two: b = 1, m(m + 3)/2 = 5
 
 
 def _run(seed: int, tasks: int, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -222,3 +222,13 @@ def test_the_flagged_fallback_is_decided_inside_each_subset(tmp_path):
     # of the flagged right patch alone chooses it, though the task has an unflagged candidate.
     row = [Spec("P", "a", flagged=True), Spec("F", "b"), Spec("F", "c", flagged=True), Spec("F", "")]
     assert check_run(tmp_path, {"t": row}, SelectConfig(critic="none", flagged_fallback="flagged")) == 8 * 4
+
+
+def test_majority_estimated_on_request_says_so(tmp_path):
+    row = [Spec("F", "w"), Spec("F", "w"), Spec("F", "w"), Spec("P", "r"), Spec("P", "r"), Spec("F", "v")]
+    block = build_summary(write_run(tmp_path, {"t": row}), majority="estimate")["metrics"]["selectors"]["majority"]
+    assert block["estimator"] == "majority" and block["estimate"]["draws"] == 64
+    exact = [brute(_selectors({"t": row}, SelectConfig(critic="none"), 0)["majority"], "t",
+                   _candidates("run", "t", row), list(range(6)), k) for k in (1, 2, 4, 6)]  # fmt: skip
+    se = [v or 0.0 for v in block["estimate"]["se"]]
+    assert all(abs(m - e) <= 5 * s + 1e-6 for m, e, s in zip(block["selected"]["mean"], exact, se, strict=True))
