@@ -389,6 +389,9 @@ class ReportConfig(Section):
     soft_bon: Literal["auto", "exact", "estimate"] = "auto"
     """``soft-bon``'s selected@k: ``exact`` (minutes at 10,000 tasks x N = 256), ``estimate`` (unbiased, its Monte
     Carlo error shown), ``auto``: exact unless that costs more than about half a second (docs/estimators.md)."""
+    majority: Literal["auto", "exact", "estimate"] = "auto"
+    """``majority``'s selected@k (a vote inside each k-subset), as ``soft_bon``: ``exact`` (slow where many patches
+    repeat at large N), ``estimate`` or ``auto`` (docs/estimators.md)."""
 
 
 class ExportConfig(Section):

@@ -22,7 +22,7 @@ import numpy as np
 from agentbon.protocols import Candidate
 from agentbon.select.base import blocking_flags, invalid_reason
 from agentbon.store import RunStore
-from agentbon.types import Rollout, Selection, Task, TestSet, Verdict
+from agentbon.types import Rollout, Selection, Task, TestSet, Verdict, patch_hash
 
 # Cell codes of the task-by-rollout pass map.
 MISSING, PASS, FAIL, UNGRADED, INFRA, CANCELLED, GRADE_INFRA = 0, 1, 2, 3, 4, 5, 6
@@ -118,6 +118,9 @@ class RunData:
     """Task id → what early stop did to it (tasks it never stopped are absent)."""
     infra_events: list[dict] = field(default_factory=list)
     """The run's ``infra`` events (every failed attempt, retried or not)."""
+    clusters: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    """Per cell, the task's cluster of identical normalised patches (``patch_hash``) as a number, NaN where there is
+    no rollout: what ``majority`` votes with inside each k-subset (docs/estimators.md, section 4)."""
     scores: dict[str, np.ndarray] = field(default_factory=dict)
     """Per selector, scores with NaN where a cell is not a valid candidate (rows of unselected tasks all NaN)."""
     critic_tokens: np.ndarray | None = None
@@ -193,6 +196,7 @@ def load_run(store: RunStore) -> RunData:
     evidence_pass, evidence_s, unparsed = np.zeros(shape, bool), np.zeros(shape), np.zeros(shape, bool)
     subset_s, subset_fail, subset_known = np.zeros(shape), np.zeros(shape, bool), np.zeros(shape, bool)
     subset_live = np.zeros(shape, bool)
+    clusters, cluster_of = np.full(shape, np.nan), [dict[str, int]() for _ in task_ids]
     parse_checked = False
     select = config.get("select") or {}
     allowed = list(select.get("allow_flags") or [])
@@ -200,6 +204,7 @@ def load_run(store: RunStore) -> RunData:
     for rid, r in rollouts.items():
         i, j = row[r.task_id], r.index
         present[i, j] = True
+        clusters[i, j] = cluster_of[i].setdefault(patch_hash(r.patch), len(cluster_of[i]))
         if not is_sample(r):  # not a sample: its outcome is unknown
             cells[i, j] = INFRA if r.status == "infra_error" else CANCELLED
             continue
@@ -258,6 +263,7 @@ def load_run(store: RunStore) -> RunData:
         subset_known=subset_known,
         subset_checked=bool(subset_known.any()),
         subset_live=subset_live,
+        clusters=clusters,
         early_stop={t: s for t, s in stopped.items() if t in row},
         infra_events=infra_events,
         path=store.path,

@@ -22,13 +22,14 @@ from agentbon.report.instances import rollout_report, winner_report
 from agentbon.report.model import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport
 from agentbon.report.references import LABEL, REFERENCES
 from agentbon.report.scaling import scaling
-from agentbon.select.selectors import RandomChoice, SoftBestOfN
+from agentbon.select import SELECTORS
 from agentbon.store import RunStore
 
 __all__ = ["SUMMARY_SCHEMA", "SUMMARY_VERSION", "build_report", "build_summary", "report_options", "run_curves"]
 
-ESTIMATORS: dict[str, Estimator] = {RandomChoice.name: "uniform", SoftBestOfN.name: "softmax"}
-"""Selectors whose recorded scores are not a ranking: their selected@k is the exact expectation of their draw."""
+ESTIMATORS: dict[str, Estimator] = {name: cls.estimator for name, cls in SELECTORS.items()}
+"""How the report computes each selector's selected@k: that selector run on each k-subset (its class's ``estimator``,
+docs/estimators.md section 4); a name no longer in the registry is read as a ranking."""
 
 
 def report_options(config: dict, **overrides: object) -> ReportConfig:
@@ -44,10 +45,14 @@ def report_options(config: dict, **overrides: object) -> ReportConfig:
 def run_curves(data: RunData, options: ReportConfig) -> Curves:
     """Curves for every selector and oracle of the run, from its curve sample (docs/estimators.md)."""
     ks = doubling_ks(data.n) if data.n else [1]
-    scores = {**data.scores, **data.oracle_scores}
-    candidates = {name: data.candidate for name in data.scores}  # the oracle's scores are read as recorded
-    return compute_curves(data.correct, data.curve, scores, ks, options.bootstrap, options.confidence, options.seed,
-                          estimators=ESTIMATORS, candidates=candidates, softmax=options.soft_bon)  # fmt: skip
+    # A vote is taken again inside each subset: it reads the patches' clusters, not the sizes it recorded over all N.
+    scores = {name: np.where(np.isnan(s), np.nan, data.clusters) if ESTIMATORS.get(name) == "majority" else s
+              for name, s in data.scores.items()}  # fmt: skip
+    candidates = {name: data.candidate for name in scores}
+    candidates.update({name: data.oracle_candidate for name in data.oracle_scores})  # flags never move the oracle
+    return compute_curves(data.correct, data.curve, {**scores, **data.oracle_scores}, ks, options.bootstrap,
+                          options.confidence, options.seed, estimators=ESTIMATORS, candidates=candidates,
+                          softmax=options.soft_bon, majority=options.majority)  # fmt: skip
 
 
 def serving_stats(store: RunStore) -> dict | None:

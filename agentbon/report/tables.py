@@ -221,16 +221,17 @@ def selectors(s: dict) -> Table:
         notes.append("The oracle picks with the grading tests: an upper bound (= coverage), never a selector.")
     drawn = [n for n in s["selectors"] if m["selectors"][n]["estimator"] != "rank" and not m["selectors"][n].get("estimate")]
     if drawn:
-        notes.append(", ".join(drawn) + ": selected@k is the exact expectation of the selector's random draw over "
-                     "k-subsets (random: a uniform choice; soft-bon: a softmax over critic scores), not one draw.")  # fmt: skip
+        notes.append(", ".join(drawn) + ": selected@k is the exact expectation over k-subsets of the selector run on "
+                     "each (random: a uniform choice; soft-bon: a softmax over critic scores; majority: a vote inside "
+                     "the subset), not one draw.")  # fmt: skip
     for name in s["selectors"]:
         if (e := m["selectors"][name].get("estimate")) is not None:
             se = e["se"][last]
             notes.append(f"{name}: selected@k is an unbiased estimate of the expectation of its draw, not the exact "
                          f"sum over k-subsets ({e['draws']} draw(s) of each kind per task; Monte Carlo standard error "
                          f"at k = {k}: {'—' if se is None else f'{100 * se:.3f}'} points, already inside the interval). "
-                         "report.soft_bon: auto sums exactly up to about half a second of work, exact always "
-                         "(docs/estimators.md).")  # fmt: skip
+                         "report.soft_bon / report.majority: auto sums exactly up to about half a second of work, "
+                         "exact always (docs/estimators.md).")  # fmt: skip
     return Table("selectors", f"Selectors at k = {k}", headers, rows, notes)
 
 
