@@ -284,7 +284,30 @@ class AgentConfig(Section):
     context_lines: int = Field(default=400, ge=1)
     """Edit agent: lines of file contents shown in all (files in rank order until spent); fits an 8k context."""
     prompts_dir: str | None = None
-    """A directory of ``.j2`` templates that replace the built-in prompts of the same name."""
+    """A directory of ``.j2`` templates that replace the built-in prompts of the same name (at least one of the
+    chosen agent's). Read at load, and carried to the workers with the run (agent/templates.py)."""
+    prompts_digest: str | None = None
+    """Set at load, not by hand: the digest of ``prompts_dir``'s files. A run's identity holds it (a resume with
+    other templates is refused), and each worker checks the templates it renders against it."""
+
+    @field_validator("prompts_dir")
+    @classmethod
+    def _prompts_dir(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A folder that is missing, or that replaces none of this agent's prompts, is refused now."""
+        if value is None:
+            return None
+        from agentbon.agent.templates import check_prompts
+
+        folder = str(Path(value).expanduser().resolve())
+        check_prompts(folder, info.data.get("type", "edit"))
+        return folder
+
+    @model_validator(mode="after")
+    def _prompts_digest(self) -> AgentConfig:
+        from agentbon.agent.templates import prompts_digest, read_prompts
+
+        self.prompts_digest = prompts_digest(read_prompts(self.prompts_dir)) if self.prompts_dir else None
+        return self
 
     def malformed_cap(self) -> int:
         """``malformed_limit``, or the default of this agent type."""
