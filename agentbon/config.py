@@ -494,6 +494,16 @@ class RunConfig(Section):
             )
         return value
 
+    @model_validator(mode="after")
+    def _nothing_inert(self) -> RunConfig:
+        """Refuse settings the run's mode never reads (agentbon/inert.py), with the launcher as given."""
+        from agentbon.inert import Mode, inert, refusal
+
+        problems = inert(Mode(self, self.model.launcher))
+        if problems:
+            raise ValueError(refusal(problems))
+        return self
+
     def fixed_part(self) -> int:
         """Rollouts ``0..fixed_part()-1`` of every task run whatever the outcomes (the curves' sample): the budget's
         first allotment under a budget, else ``early_stop_fixed``."""
@@ -576,7 +586,8 @@ def _problem(err: Any) -> str:
     """``key.sub: what is wrong, the allowed range (got value)`` for one pydantic error."""
     key = ".".join(str(p) for p in err["loc"])
     if err["type"] == "value_error":
-        return f"{key}: {str(err['msg']).removeprefix('Value error, ')}"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        return f"{key}: {message}" if key else message  # a check across sections names its settings itself
     if err["type"] in ("missing", "extra_forbidden") or isinstance(err.get("input"), dict | list):
         return f"{key}: {err['msg']}"
     bounds = _bounds(tuple(err["loc"])) if err["type"] in RANGE_ERRORS else None
