@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentbon.config import RunConfig
+    from agentbon.config import ModelConfig, RunConfig
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,13 @@ class Mode:
     config: RunConfig
     launcher: str
     gpu: bool | None = None
+
+    @classmethod
+    def of_model(cls, model: ModelConfig, launcher: str, gpu: bool | None) -> Mode:
+        """The mode of a model config alone (every other section at its defaults)."""
+        from agentbon.config import RunConfig
+
+        return cls(RunConfig.model_construct(model=model), launcher, gpu)
 
     @property
     def launches(self) -> str | None:

@@ -28,6 +28,8 @@ def check_extras(ctx: Context) -> list[Problem]:
         return [Problem(check="extras", cause=str(e), fix=VLLM_FIX)]
     if model.launcher == "llama-cpp":
         return _llama_cpp(model)
+    if model.launcher == "vllm-actors" and ctx.config.ray_address:
+        return []  # the engines' nodes hold their interpreter and weights: checked there when they start (node_check.py)
     return _vllm(model)
 
 
