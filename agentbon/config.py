@@ -173,7 +173,8 @@ class ModelConfig(Section):
     installed (``scripts/setup.sh`` does both on x86 CPUs; about twice llama.cpp's throughput on a best-of-8 batch, after minutes of warm-up), else llama.cpp (starts
     in seconds, one request at a time). The run records which one ran."""
     path: str | None = None
-    """Weights for a local server: a GGUF file (llama-cpp) or an HF directory / hub id (vllm). None: the default."""
+    """Weights for a local server: a GGUF file (llama-cpp) or an HF directory / hub id (vllm). None: the default.
+    GPU engines on a cluster read a path on their own nodes (docs/models.md)."""
     api_key: str | None = None
     temperature: float = Field(default=0.8, ge=0)
     top_p: float | None = Field(default=None, gt=0, le=1)
@@ -200,7 +201,7 @@ class ModelConfig(Section):
     the cluster's network (Ray's node IP) when the cluster has more nodes, so that rollouts there reach it. A server
     on any address but the loopback requires an API key (``api_key``, else a random one for the run)."""
     vllm_cpu_threads: int = Field(default=0, ge=0)
-    """OpenMP threads of vLLM's CPU build (server or engine actors); ignored on GPUs. 0: vLLM's own binding of one
+    """OpenMP threads of vLLM's CPU build (server or engine actors); refused on GPUs. 0: vLLM's own binding of one
     thread per core on machines with more than 4 cores, one unbound thread on 4 or fewer, where the sandboxes share
     the cores and bound threads stall each other (docs/models.md). N: N unbound threads."""
     ctx: int = Field(default=8192, ge=1)
@@ -210,15 +211,18 @@ class ModelConfig(Section):
     as the cluster's nodes hold (each node's GPUs // ``tensor_parallel_size``); on CPU, one. The driver sets the
     number it started."""
     tensor_parallel_size: int = Field(default=1, ge=1)
-    """``vllm-actors`` on GPUs: GPUs per engine (tensor parallelism), all on one node (a placement group each)."""
+    """``vllm-actors`` on GPUs: GPUs per engine (tensor parallelism), all on one node (a placement group each); the
+    ``vllm`` server's ``--tensor-parallel-size``."""
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
-    """``vllm-actors`` on GPUs: the share of each GPU's memory an engine may take (weights, activations, KV cache)."""
+    """``vllm-actors`` on GPUs and the ``vllm`` server: the share of each GPU's memory an engine may take (weights,
+    activations, KV cache)."""
     max_inflight: int = Field(default=64, ge=1)
     """``vllm-actors`` and ``endpoints``: requests one engine or endpoint holds at once before a task's requests
     spill to another one."""
     vllm_python: str | None = None
-    """``vllm-actors``: interpreter of the engine actors (a venv with vllm, ray and agentbon). None: the venv of
-    ``scripts/setup_vllm_cpu.sh`` where it exists, else the workers' own interpreter."""
+    """``vllm-actors``: interpreter of the engine actors (a venv with vllm, ray and agentbon). None: on CPU the venv of
+    ``scripts/setup_vllm_cpu.sh`` where it exists, else the workers' own interpreter; on GPUs the GPU nodes' own (a
+    path given here must exist on every GPU node: docs/models.md)."""
     pool: str | None = None
     """Set by the driver, not by hand: the name of the Ray engine pool (``vllm-actors``) or of the router of
     ``endpoints`` serving this run."""

@@ -1,4 +1,4 @@
-"""Settings that would do nothing: refused, never silently dropped (docs/models.md, "Settings that do nothing").
+"""Settings that would do nothing: refused, never silently dropped (docs/preflight.md, "Settings that do nothing").
 
 ``RULES`` is the table: each row names settings, the mode in which nothing reads them, and that mode in an
 operator's words. ``inert`` is the one function that decides: a setting away from its default in a mode that does
@@ -99,7 +99,8 @@ RULES: tuple[Rule, ...] = (
          "with model.launcher=vllm-actors (its engines are Ray actors: no server, no HTTP client)"),
     Rule(("model.vllm_cpu_threads",), lambda m: m.gpu is True and m.launches in ("vllm", "vllm-actors"), "on GPUs"),
     Rule(("model.tensor_parallel_size", "model.gpu_memory_utilization"),
-         lambda m: m.gpu is False and m.launches == "vllm-actors", "with vLLM engines on CPUs (the cluster has no GPU)"),
+         lambda m: m.gpu is False and m.launches == "vllm-actors",
+         "with vLLM engines on CPUs (the cluster has no GPU)"),
     Rule(DOCKER, lambda m: m.config.sandbox.backend == "process", "with sandbox.backend=process", off=(None, False, 0)),
     Rule(("sandbox.network",),
          lambda m: m.config.sandbox.backend == "process" and m.config.sandbox.network not in ("none", "host"),
@@ -119,8 +120,9 @@ RULES: tuple[Rule, ...] = (
          "without a selector that uses a critic in select.selectors", off=("none",)),
     Rule(("select.soft_temperature",), lambda m: "soft-bon" not in m.config.select.selectors,
          "without soft-bon in select.selectors"),
-    Rule(PRICES, lambda m: m.config.report.usd_per_mtok_prompt is None or m.config.report.usd_per_mtok_completion is None,
-         "without both report.usd_per_mtok_prompt and report.usd_per_mtok_completion (costs are then counted in tokens)"),
+    Rule(PRICES, lambda m: None in (m.config.report.usd_per_mtok_prompt, m.config.report.usd_per_mtok_completion),
+         "without both report.usd_per_mtok_prompt and report.usd_per_mtok_completion (costs are then counted in "
+         "tokens)"),
 )
 # fmt: on
 """Every setting some mode does not read. Settings that depend on the tasks (a runner without pytest plugins) are

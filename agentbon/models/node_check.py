@@ -123,7 +123,8 @@ def check_nodes(
             if found:
                 problems[name] = [found]
     rest = [n for n in nodes if node_name(n) not in problems]
-    for name, found in _run_everywhere(rest, engine_problems, (model, is_path), timeout_s, runtime_env=runtime_env).items():
+    checked = _run_everywhere(rest, engine_problems, (model, is_path), timeout_s, runtime_env=runtime_env)
+    for name, found in checked.items():
         if found:
             problems[name] = [found] if isinstance(found, str) else found
     if not problems:

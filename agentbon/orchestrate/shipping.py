@@ -18,8 +18,8 @@ it (Ray keeps one copy per node):
 
 Files land under ``$AGENTBON_CACHE/shipped`` (``~/.cache/agentbon/shipped``), named by content digest, written
 to a temporary name and renamed, under a node-local lock; ``AGENTBON_VERIFIERS``, ``AGENTBON_SANDBOXES`` and
-``AGENTBON_PROMPTS`` point the worker process at them. Task images are built on each node on first use, under the node-local lock of
-``sandbox/images.py``.
+``AGENTBON_PROMPTS`` point the worker process at them. Task images are built on each node on first use, under the
+node-local lock of ``sandbox/images.py``.
 """
 
 from __future__ import annotations

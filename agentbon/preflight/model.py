@@ -29,7 +29,7 @@ def check_extras(ctx: Context) -> list[Problem]:
     if model.launcher == "llama-cpp":
         return _llama_cpp(model)
     if model.launcher == "vllm-actors" and ctx.config.ray_address:
-        return []  # the engines' nodes hold their interpreter and weights: checked there when they start (node_check.py)
+        return []  # the engines' nodes hold their interpreter and weights: checked there (models/node_check.py)
     return _vllm(model)
 
 
@@ -56,7 +56,8 @@ def check_settings(ctx: Context) -> list[Problem]:
     problems = inert(Mode(ctx.config.model_copy(update={"model": model}), model.launcher, gpu))
     if not problems:
         return []
-    return [Problem(check="settings", cause=refusal(problems), fix="unset them, or -c model.launcher=<one that reads them>")]
+    fix = "unset them, or -c model.launcher=<one that reads them>"
+    return [Problem(check="settings", cause=refusal(problems), fix=fix)]
 
 
 def _llama_cpp(model: ModelConfig) -> list[Problem]:

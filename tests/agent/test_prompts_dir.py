@@ -30,8 +30,8 @@ def folder(root: Path, text: str = "Custom system prompt.") -> Path:
 
 
 def task(task_id: str = "t") -> Task:
-    return Task(task_id=task_id, problem_statement="p", repo=RepoSource(url="https://example.com/r.git", base_commit="a" * 40),
-                grade=TestSet(command="true"))  # fmt: skip
+    repo = RepoSource(url="https://example.com/r.git", base_commit="a" * 40)
+    return Task(task_id=task_id, problem_statement="p", repo=repo, grade=TestSet(command="true"))
 
 
 def test_a_missing_prompts_folder_is_refused_at_load(tmp_path: Path) -> None:
