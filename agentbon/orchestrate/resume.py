@@ -94,6 +94,7 @@ def default_run_id(suite: str, config: RunConfig, tasks: list[Task]) -> str:
 def _older_run_id(suite: str, config: RunConfig) -> str:
     """The default run id of agentbon before the suite's tasks were part of it: to find its runs again."""
     data = config.model_dump(mode="json")
+    data["agent"].pop("prompts_digest", None)  # added since: not in what that version hashed
     old = ("model.name", "model.temperature", "model.top_p", "model.top_k", "model.max_tokens", "model.seed", "agent")
     digest = hashlib.sha256(json.dumps([_get(data, k) for k in old], sort_keys=True).encode()).hexdigest()
     return f"{_run_name(Path(suite).stem, config.model.name)}-{digest[:8]}"
