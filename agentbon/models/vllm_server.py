@@ -105,10 +105,11 @@ def cpu_build(python: str) -> bool:
 
 def vllm_command(
     python: str, model: str, *, port: int, name: str, ctx: int, cpu: bool = False, host: str = LOOPBACK,
-    api_key: str | None = None,
+    api_key: str | None = None, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.9,
 ) -> list[str]:  # fmt: skip
     """The command line that serves ``model`` (an HF directory or hub id) on ``host``:``port``, requiring
-    ``api_key`` on its ``/v1`` routes where given.
+    ``api_key`` on its ``/v1`` routes where given, over ``tensor_parallel_size`` GPUs taking
+    ``gpu_memory_utilization`` of each (``model.*``: passed as given, never dropped).
 
     ``cpu``: eager execution. On 2 CPU cores torch.compile's warm-up (plus a profiling pass over a whole token
     budget) made the server ready after 122-134 s (196 s inside a demo run), eager after 33-62 s (48-63 s inside
@@ -122,6 +123,8 @@ def vllm_command(
         *(["--api-key", api_key] if api_key else []),
         "--port", str(port),
         "--max-model-len", str(ctx),
+        "--tensor-parallel-size", str(tensor_parallel_size),
+        "--gpu-memory-utilization", str(gpu_memory_utilization),
         # The CPU engine dies on seeded requests with chunked prefill unless the token budget covers whole
         # prompts (docs/models.md, "A known crash").
         "--max-num-batched-tokens", str(max(16384, ctx)),
@@ -148,8 +151,9 @@ def vllm_server(
     port = port or free_port(host)
     cpu = cpu_build(python)
     command = vllm_command(
-        python, model, port=port, name=config.name, ctx=config.ctx, cpu=cpu, host=host, api_key=api_key
-    )
+        python, model, port=port, name=config.name, ctx=config.ctx, cpu=cpu, host=host, api_key=api_key,
+        tensor_parallel_size=config.tensor_parallel_size, gpu_memory_utilization=config.gpu_memory_utilization,
+    )  # fmt: skip
     env = {**(cpu_env(config.vllm_cpu_threads) if cpu else CPU_ENV), **({"HF_HUB_OFFLINE": "1"} if Path(model).is_dir() else {})}
     # Ready after ~35 s on 2 idle CPU cores (eager); a GPU build compiles, and compiling on CPU was seen taking 640 s
     # on busy cores.

@@ -85,7 +85,7 @@ class Driver:
         self._config_ref, self._factories_ref = ray.put(config), ray.put(factories)
         self._task_refs: dict[str, Any] = {}
         if shipping.shipping(config):  # worker nodes need not see this disk: carry what they read from it
-            parcels, manifest = shipping.pack(tasks)
+            parcels, manifest = shipping.pack(tasks, config.agent)
             self._task_refs = {task_id: ray.put(parcel) for task_id, parcel in parcels.items()}
             record(
                 Shipped(

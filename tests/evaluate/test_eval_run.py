@@ -121,11 +121,12 @@ def test_a_changed_patch_for_a_graded_instance_is_refused(tmp_path: Path) -> Non
 
 def test_eval_preflight_needs_no_model_extras_or_endpoint(tmp_path: Path) -> None:
     tasks = make_tasks(tmp_path, ["a"])
-    c = eval_config(cfg(tmp_path, "model.endpoint=http://127.0.0.1:9/v1", "model.launcher=vllm"), MODEL)
+    c = eval_config(cfg(tmp_path, "model.endpoint=http://127.0.0.1:9/v1"), MODEL)
     assert [p.check for p in preflight(c, tasks, Factories(), checks=["extras", "endpoint"])] == ["endpoint"]
     assert preflight(c, tasks, eval_factories(), checks=["extras", "endpoint"]) == []
-    assert preflight(c.model_copy(update={"model": c.model.model_copy(update={"endpoint": None})}), tasks,
-                     eval_factories(), checks=["extras", "endpoint"]) == []  # fmt: skip
+    vllm = c.model.model_copy(update={"endpoint": None, "launcher": "vllm"})
+    assert preflight(c.model_copy(update={"model": vllm}), tasks, eval_factories(),
+                     checks=["extras", "endpoint", "settings"]) == []  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------ the CLI
