@@ -68,9 +68,9 @@ PRICES = (
 
 
 def _critics(m: Mode) -> bool:
-    from agentbon.select import USES_CRITIC
+    from agentbon.select import SELECTORS
 
-    return bool(USES_CRITIC & set(m.config.select.selectors))
+    return any(SELECTORS[name].uses_critic for name in m.config.select.selectors if name in SELECTORS)
 
 
 # fmt: off
