@@ -19,8 +19,7 @@ from typing import Any
 from agentbon.config import ModelConfig
 from agentbon.errors import ConfigError, MissingExtra, ServerFailure
 from agentbon.models.router import NAMESPACE, EnginePool, RoutedModel, TaskRouted, actor_names
-from agentbon.models.vllm_server import CPU_ENV, DEFAULT_HF_DIR, VENV_PYTHON, cpu_build, cpu_env
-from agentbon.models.weights import models_dir
+from agentbon.models.vllm_server import CPU_ENV, VENV_PYTHON, cpu_build, cpu_env, default_format, default_hf_dir
 
 
 def engine_python(config: ModelConfig, gpu: bool = False) -> str | None:
@@ -83,11 +82,10 @@ def engine_kwargs(config: ModelConfig, gpu: bool = False) -> dict[str, Any]:
             out["distributed_executor_backend"] = "mp"
         return out
     # Seeded requests with chunked prefill kill the CPU engine unless the token budget covers whole prompts.
-    return {
-        "max_model_len": config.ctx,
-        "max_num_batched_tokens": max(16384, config.ctx),
-        "enable_prefix_caching": True,
-    }
+    out = {"max_model_len": config.ctx, "max_num_batched_tokens": max(16384, config.ctx), "enable_prefix_caching": True}
+    if default_format().dtype == "float32":  # a CPU without bf16 arithmetic (models/cpu.py)
+        out["dtype"] = "float32"
+    return out
 
 
 def plan_engines(nodes: list[dict[str, Any]], tensor_parallel: int, wanted: int) -> tuple[int, dict[str, int]]:
@@ -114,10 +112,10 @@ def plan_engines(nodes: list[dict[str, Any]], tensor_parallel: int, wanted: int)
     return wanted or capacity, fit
 
 
-def model_location(config: ModelConfig) -> tuple[str, bool]:
+def model_location(config: ModelConfig, gpu: bool = False) -> tuple[str, bool]:
     """The engines' model and whether it is a path (absolute, read offline from each engine's node) rather than a hub
     id (downloaded by each engine)."""
-    model = config.path or str(models_dir() / DEFAULT_HF_DIR)
+    model = config.path or str(default_hf_dir(gpu=gpu))
     path = Path(model).expanduser()
     if path.is_absolute() or model.startswith(".") or path.exists():
         return str(path.absolute()), True
@@ -146,8 +144,8 @@ def start_pool(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: 
 
     if not ray.is_initialized():
         ray.init(include_dashboard=False, log_to_driver=False)
-    model, is_path = model_location(config)
     gpu = ray.cluster_resources().get("GPU", 0) >= 1
+    model, is_path = model_location(config, gpu=gpu)
     problems = inert(Mode.of_model(config, "vllm-actors", gpu))
     if problems:
         raise ConfigError(refusal(problems))

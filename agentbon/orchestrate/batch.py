@@ -13,7 +13,17 @@ from agentbon.config import RunConfig
 from agentbon.orchestrate.cluster import connect, reap_everywhere, settle
 from agentbon.orchestrate.driver import Driver
 from agentbon.orchestrate.early_stop import Saved, add
-from agentbon.orchestrate.events import Display, EarlyStop, End, ModelStats, PlanMade, Recorder, Start, Warning
+from agentbon.orchestrate.events import (
+    Display,
+    EarlyStop,
+    End,
+    LauncherChosen,
+    ModelStats,
+    PlanMade,
+    Recorder,
+    Start,
+    Warning,
+)
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.plan import ROLES, plan_run
 from agentbon.orchestrate.resume import check_resumable, check_task_changes, resolve_run_id
@@ -124,7 +134,12 @@ def run_batch(
     config = config.model_copy(update={"run_id": run_id})
     from agentbon.models import resolve_model
 
-    config = config.model_copy(update={"model": resolve_model(config.model)})  # the store names what ran
+    # The model service decides which server it starts (and why: printed, then recorded once the store exists).
+    choose = getattr(factories.server(config.model), "choose", None)
+    note = emit or (lambda *a, **k: None)
+    choice = choose(log=lambda msg: note("note", message=msg)) if choose else None
+    model = config.model.model_copy(update={"launcher": choice.launcher}) if choice else config.model
+    config = config.model_copy(update={"model": resolve_model(model)})  # the store names what ran
     # Everything that can fail before the first rollout fails now, before the run directory exists.
     warnings = require_preflight(config, tasks, factories)
     store = RunStore(Path(config.run_dir) / run_id)
@@ -139,6 +154,8 @@ def run_batch(
         store.create(config.model_dump(mode="json"), tasks, replace=set(changes.redefined))
         if before_drive is not None:
             before_drive(store)
+        if choice is not None:
+            record(LauncherChosen(**choice.model_dump()))
         for problem in warnings:
             record(Warning(message=f"preflight: {problem}"))
         if changes.redefined:
@@ -244,7 +261,10 @@ def _drive(
             verify=len(plan.verify), skipped=sum(len(s) for s in plan.skipped.values()),
         )
     )
-    driver = Driver(tasks, config, record, factories, cluster, restart_server=service.restart)
+    driver = Driver(
+        tasks, config, record, factories, cluster, restart_server=service.restart,
+        server_tokens=getattr(service, "generated", None),
+    )  # fmt: skip
     driver.load(plan)
     driver.run()
     settle(driver.state.background)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentbon.models.choice import Choice
 from agentbon.store import RunStore
 from agentbon.types import Rollout, Selection, Verdict
 
@@ -64,9 +65,21 @@ class UnitStarted(Event):
 
 
 class Tokens(Event):
+    """Tokens the model calls finished since the last report spent: ``n`` in all, ``completion`` of them generated."""
+
     kind: ClassVar[str] = "tokens"
     persist: ClassVar[bool] = False
     n: int
+    completion: int = 0
+
+
+class ServerTokens(Event):
+    """Completion tokens the run's model server has generated so far by its own count (vLLM's ``/metrics``): the
+    live rate, before any long call has finished."""
+
+    kind: ClassVar[str] = "server_tokens"
+    persist: ClassVar[bool] = False
+    generated: int
 
 
 class Tick(Event):
@@ -181,6 +194,13 @@ class End(Event):
     interrupted: bool
     wall_s: float
     aborted: str | None = None
+
+
+class LauncherChosen(Event, Choice):
+    """Which server runs the model and why (a ``models.choice.Choice``), at the start of every invocation that starts
+    one."""
+
+    kind: ClassVar[str] = "launcher"
 
 
 class ModelStats(Event):

@@ -59,7 +59,8 @@ class TrackedModel:
     def chat(self, messages: Any, *, seed: int | None = None, **sampling: Any) -> Any:
         reply = self._model.chat(messages, seed=seed, **sampling)
         if self._tracker is not None:
-            self._tracker.tokens.remote(reply.usage.prompt_tokens + reply.usage.completion_tokens)
+            usage = reply.usage
+            self._tracker.tokens.remote(usage.prompt_tokens + usage.completion_tokens, usage.completion_tokens)
         return reply
 
     def __getattr__(self, name: str) -> Any:

@@ -97,8 +97,7 @@ def _llama_cpp(model: ModelConfig) -> list[Problem]:
 
 
 def _vllm(model: ModelConfig) -> list[Problem]:
-    from agentbon.models.vllm_server import DEFAULT_HF_DIR, vllm_python
-    from agentbon.models.weights import models_dir
+    from agentbon.models.vllm_server import default_hf_dir, vllm_python
 
     problems: list[Problem] = []
     if model.launcher == "vllm":
@@ -108,12 +107,12 @@ def _vllm(model: ModelConfig) -> list[Problem]:
             problems.append(Problem(check="extras", cause=f"model.launcher=vllm: {e}", fix=VLLM_FIX))
     else:
         problems += _engine_python(model)
-    if model.path is None and not (models_dir() / DEFAULT_HF_DIR).is_dir():
+    if model.path is None and not (default_hf_dir() / "config.json").is_file():
         problems.append(
             Problem(
                 check="extras",
                 cause=f"model.launcher={model.launcher}: no model.path given and the "
-                f"default model {models_dir() / DEFAULT_HF_DIR} does not exist",
+                f"default model {default_hf_dir()} does not exist",
                 fix="bash scripts/setup_vllm_cpu.sh (converts the default model), or -c model.path=<HF dir>",
             )
         )

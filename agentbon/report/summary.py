@@ -58,7 +58,8 @@ def run_curves(data: RunData, options: ReportConfig) -> Curves:
 def serving_stats(store: RunStore) -> dict | None:
     """The model serving's figures over the run's invocations (``model_stats`` events); None when none recorded."""
     events = store.events_of("model_stats")
-    if not events:
+    chosen = store.events_of("launcher")  # why this server ran (models/choice.py), at each invocation's start
+    if not events and not chosen:
         return None
     queries = sum(e.get("prefix_cache_queries") or 0 for e in events)
     hits = sum(e.get("prefix_cache_hits") or 0 for e in events)
@@ -67,9 +68,12 @@ def serving_stats(store: RunStore) -> dict | None:
     engines = [
         {**row, "invocation": i} for i, e in enumerate(events) for row in (e.get("per_engine") or [])
     ]  # fmt: skip
+    last = events[-1] if events else {}
     return {
-        "launcher": events[-1].get("launcher"),
-        "source": events[-1].get("source"),
+        "launcher": last.get("launcher") or (chosen[-1]["launcher"] if chosen else None),
+        "launcher_reason": chosen[-1]["reason"] if chosen else None,
+        "launcher_figures": chosen[-1].get("figures") if chosen else None,
+        "source": last.get("source"),
         "start_s": [e["start_s"] for e in events if e.get("start_s") is not None],
         "prefix_cache_queries": queries if known else None,
         "prefix_cache_hits": hits if known else None,

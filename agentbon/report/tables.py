@@ -333,6 +333,8 @@ def cost(s: dict) -> Table:
         ["cost per rollout / per scoring", f"{num(c['sample_cost'], unit)} / {num(c['scoring_cost'], unit)}"],
     ]  # fmt: skip
     serving = s.get("serving") or {}
+    if serving.get("launcher_reason"):
+        rows.append(["model server", f"{serving['launcher']}: {serving['launcher_reason']}"])
     if serving.get("prefix_cache_hit_rate") is not None:
         hits, queries = serving["prefix_cache_hits"], serving["prefix_cache_queries"]
         rows.append(

