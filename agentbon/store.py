@@ -218,6 +218,51 @@ class RunStore:
                 out[(s.task_id, s.selector)] = s
         return list(out.values())
 
+    def _typed(self, *kinds: str) -> Iterator[dict[str, Any]]:
+        """The complete events of these types, in order, parsing only their lines (``append`` writes the type first):
+        the checks below read a run of millions of rollouts without decoding each."""
+        heads = tuple(json.dumps({"type": kind})[:-1] + "," for kind in kinds)
+        log = self.path / EVENTS
+        if not log.exists():
+            return
+        with open(log) as f:
+            for line in f:
+                if not line.endswith("\n"):
+                    break
+                if line.startswith(heads):
+                    try:
+                        yield json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+
+    def selector_failures(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """(task, selector) → its ``selector_error`` event, where the latest selection of that task by that selector
+        failed on infrastructure: the task is out of that selector's figures until a selection replaces it."""
+        if next(self._typed("selector_error"), None) is None:
+            return {}
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for e in self._typed("selection", "selector_error"):
+            if e["type"] == "selection":
+                out.pop((e["record"]["task_id"], e["record"]["selector"]), None)
+            elif e.get("infra"):
+                out[(e["task_id"], e["selector"])] = e
+            else:
+                out.pop((e["task_id"], e["selector"]), None)
+        return out
+
+    def prepare_failures(self) -> dict[str, dict[str, Any]]:
+        """Task id → its ``prepare_failed`` event, where the latest preparation of the task failed and no rollout of
+        it was recorded since (a resume that prepared it records its rollouts)."""
+        if next(self._typed("prepare_failed"), None) is None:
+            return {}
+        out: dict[str, dict[str, Any]] = {}
+        for e in self._typed("prepare_failed", "rollout"):
+            if e["type"] == "prepare_failed":
+                out[e["task_id"]] = e
+            else:
+                out.pop(e["record"]["task_id"], None)
+        return out
+
     def trajectory(self, rollout_id: str) -> list[dict[str, Any]]:
         p = self.path / rollout_id / "trajectory.jsonl"
         if not p.exists():
