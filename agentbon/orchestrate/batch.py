@@ -66,19 +66,26 @@ class InfraLeft:
     """Rollouts whose final record is ``infra_error``, by error kind."""
     verdicts: dict[str, int] = field(default_factory=dict)
     """Verifications (rollout and role) whose final verdict is ``infra_error``, by error kind."""
+    tasks: dict[str, int] = field(default_factory=dict)
+    """Tasks whose environment could not be prepared (their rollouts not run), by error kind."""
+    selections: dict[str, int] = field(default_factory=dict)
+    """Selections (task and selector) that failed on infrastructure, by error kind."""
 
     @property
     def total(self) -> int:
-        return sum(self.rollouts.values()) + sum(self.verdicts.values())
+        return sum(sum(counts.values()) for counts in (self.rollouts, self.verdicts, self.tasks, self.selections))
 
     def describe(self) -> str:
         """``3 rollouts (SandboxGone 2, ServerFailure 1), 1 verification (EngineUnavailable 1)``."""
         parts = []
-        for what, counts in (("rollout", self.rollouts), ("verification", self.verdicts)):
+        for one, many, counts in (
+            ("rollout", "rollouts", self.rollouts), ("verification", "verifications", self.verdicts),
+            ("task not prepared", "tasks not prepared", self.tasks), ("selection", "selections", self.selections),
+        ):  # fmt: skip
             if counts:
                 n = sum(counts.values())
                 kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
-                parts.append(f"{n} {what}{'s' if n != 1 else ''} ({kinds})")
+                parts.append(f"{n} {one if n == 1 else many} ({kinds})")
         return ", ".join(parts)
 
 
@@ -105,7 +112,8 @@ class RunResult:
 
 
 def infra_left(store: RunStore, tasks: list[Task]) -> InfraLeft:
-    """Count what the store leaves at ``infra_error`` for these tasks (last record of each rollout and verdict)."""
+    """Count what the store leaves at ``infra_error`` for these tasks (last record of each rollout and verdict), the
+    tasks whose preparation failed last, and the selections whose latest attempt failed on infrastructure."""
     ids = {t.task_id for t in tasks}
     out = InfraLeft()
     rollouts = {rid: r for rid, r in store.rollouts().items() if r.task_id in ids}
@@ -117,6 +125,13 @@ def infra_left(store: RunStore, tasks: list[Task]) -> InfraLeft:
             if v.status == "infra_error" and rid in rollouts and rollouts[rid].status != "infra_error":
                 kind = kind_of(v.reason)[0]
                 out.verdicts[kind] = out.verdicts.get(kind, 0) + 1
+    for task_id, event in store.prepare_failures().items():
+        if task_id in ids:
+            out.tasks[event["error"]] = out.tasks.get(event["error"], 0) + 1
+    for (task_id, _), event in store.selector_failures().items():
+        if task_id in ids:
+            kind = kind_of(event["error"])[0]
+            out.selections[kind] = out.selections.get(kind, 0) + 1
     return out
 
 

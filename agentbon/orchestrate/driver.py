@@ -118,7 +118,8 @@ class Driver:
                     state.cache.learn(rollout, state.verdicts[role][rollout.rollout_id])
         for rollout in plan.verify:
             self.verify.enqueue(rollout, roles_missing(rollout, state.verdicts))
-        selected = {(s.task_id, s.selector) for s in state.store.selections()}
+        # A selection whose latest attempt failed on infrastructure is not one: those tasks are selected again.
+        selected = {(s.task_id, s.selector) for s in state.store.selections()} - set(state.store.selector_failures())
         for book in state.books.values():
             book.stopped = book.task.task_id in plan.skipped or book.task.task_id in plan.stopped
             wanted = {(book.task.task_id, name) for name in state.config.select.selectors}
@@ -186,8 +187,8 @@ class Driver:
             unit = self.state.inflight.pop(ref)
             try:
                 value, failure = ray.get(ref), None
-            except Exception as e:  # Ray failures surface here: worker or node died, cancelled
-                value, failure = None, classify(e)
+            except Exception as e:  # Ray failures surface here: worker or node died, cancelled, a prepare unit's error
+                value, failure = None, classify(e, place="prepare" if unit.kind == "prepare" else "worker")
                 if unit.node_id is None:  # its start report may not have been read yet: where did it run?
                     self.supervisor.poll(also=unit)
                 if unit.cancel == "deadline":
@@ -289,7 +290,7 @@ def budget_states(
     given out but not finished is read afresh."""
     out: dict[str, TaskState] = {}
     for task_id, book in books.items():
-        if book.stopped:
+        if book.stopped or book.unprepared:
             continue
         seen = cache.get(task_id)
         if seen is None or seen[0] != book.revision:

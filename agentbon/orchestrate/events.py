@@ -102,6 +102,21 @@ class Infra(Event):
     """True when the unit runs again; False when this attempt is the last (the failure stays in the store)."""
 
 
+class PrepareFailed(Event):
+    """A task's environment could not be prepared and its retries are spent: recorded once, as the task's. Its
+    rollouts are neither run nor recorded (never the model's failures); the same command prepares it again and runs
+    them, and the run exits 3 meanwhile (docs/failure-taxonomy.md, "Task preparation")."""
+
+    kind: ClassVar[str] = "prepare_failed"
+    task_id: str
+    error: str
+    """The exception's class name (``TaskError``, ``ImageBuildError``, ``PermissionError``...)."""
+    message: str
+    attempts: int
+    rollouts: int
+    """Rollouts of the task that were waiting for it (not run)."""
+
+
 class EarlyStop(Event):
     """A migration task passed: its rollouts outside the fixed part were skipped or cancelled."""
 
@@ -142,10 +157,15 @@ class Selected(Event):
 
 
 class SelectorError(Event):
+    """A selector failed on a task. With ``infra`` (its critic's server down, timed out or misconfigured; anything the
+    taxonomy places outside the model) the task is left out of that selector's curves and winners until a resume
+    selects it again; otherwise the selector made no choice there (docs/failure-taxonomy.md, "Selection")."""
+
     kind: ClassVar[str] = "selector_error"
     task_id: str
     selector: str
     error: str
+    infra: bool = False
 
 
 class Warning(Event):  # noqa: A001 - the event's name in the log

@@ -64,7 +64,11 @@ class SelectorMetrics(Part):
     winners: int
     winners_resolved: int
     winner_accuracy: float
+    """Resolved winners over the tasks not left out."""
     tasks_without_selection: int
+    tasks_left_out: dict[str, str] = Field(default_factory=dict)
+    """Task id → the error of its latest selection, which failed on infrastructure: out of this selector's curves,
+    winners and exports until a resume selects it (docs/failure-taxonomy.md, "Selection")."""
 
 
 class Metrics(Part):
@@ -175,6 +179,12 @@ class Infra(Part):
     """``infra`` events: failed attempts, retried or not."""
     attempts_by_kind: dict[str, int]
     attempts_retried: int
+    tasks_not_prepared: dict[str, str] = Field(default_factory=dict)
+    """Task id → why its environment could not be prepared (retries spent): its rollouts were not run, a resume runs
+    them."""
+    selections: int = 0
+    """Selections (task and selector) whose latest attempt failed on infrastructure: see each selector's
+    ``tasks_left_out``."""
 
 
 class EarlyStopTask(Part):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 from pydantic import ValidationError
@@ -13,7 +14,7 @@ from agentbon.errors import ConfigError
 from agentbon.metrics import doubling_ks
 from agentbon.report.budget import budget_section
 from agentbon.report.calibration import calibration_section
-from agentbon.report.compute import Curves, Estimator, compute_curves, report_memory
+from agentbon.report.compute import Band, Curves, Estimator, compute_curves, report_memory
 from agentbon.report.costs import cost_section, theory_section
 from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA, PASS, UNGRADED, RunData, load_run
 from agentbon.report.flags import flag_section
@@ -46,13 +47,49 @@ def run_curves(data: RunData, options: ReportConfig) -> Curves:
     """Curves for every selector and oracle of the run, from its curve sample (docs/estimators.md)."""
     ks = doubling_ks(data.n) if data.n else [1]
     # A vote is taken again inside each subset: it reads the patches' clusters, not the sizes it recorded over all N.
-    scores = {name: np.where(np.isnan(s), np.nan, data.clusters) if ESTIMATORS.get(name) == "majority" else s
-              for name, s in data.scores.items()}  # fmt: skip
-    candidates = {name: data.candidate for name in scores}
+    own = {name: np.where(np.isnan(s), np.nan, data.clusters) if ESTIMATORS.get(name) == "majority" else s
+           for name, s in data.scores.items()}  # fmt: skip
+    scores = {**own, **data.oracle_scores}
+    candidates = {name: data.candidate for name in data.scores}
     candidates.update({name: data.oracle_candidate for name in data.oracle_scores})  # flags never move the oracle
-    return compute_curves(data.correct, data.curve, {**scores, **data.oracle_scores}, ks, options.bootstrap,
-                          options.confidence, options.seed, estimators=ESTIMATORS, candidates=candidates,
-                          softmax=options.soft_bon, majority=options.majority)  # fmt: skip
+
+    def curves_of(curve: np.ndarray, names: list[str]) -> Curves:
+        return compute_curves(data.correct, curve, {name: scores[name] for name in names}, ks, options.bootstrap,
+                              options.confidence, options.seed, estimators=ESTIMATORS,
+                              candidates={name: c for name, c in candidates.items() if name in names},
+                              softmax=options.soft_bon, majority=options.majority)  # fmt: skip
+
+    return without_left_out(curves_of(data.curve, list(scores)), data, curves_of)
+
+
+def without_left_out(curves: Curves, data: RunData, curves_of: Callable[[np.ndarray, list[str]], Curves]) -> Curves:
+    """Each selector's selected@k, loss@k and gap over the tasks it selected: a task whose selection failed on
+    infrastructure (``RunData.left_out``) is out of that selector's curves, its loss and gap measured against the
+    coverage of the same tasks, never scored 0 (docs/failure-taxonomy.md, "Selection"). Ks the whole report does not
+    measure stay unmeasured."""
+    row = {t: i for i, t in enumerate(data.task_ids)}
+    rows = np.flatnonzero(curves.included)
+    for name, tasks in data.left_out.items():
+        if name not in curves.selected or not tasks:
+            continue
+        curve = data.curve.copy()
+        curve[[row[t] for t in tasks if t in row]] = False
+        own = curves_of(curve, [name])
+        for series in ("selected", "loss", "gap"):
+            band = getattr(own, series)[name]
+            getattr(curves, series)[name] = Band(
+                *(np.where(curves.measured, v, np.nan) for v in (band.mean, band.lo, band.hi))
+            )
+        if name in own.boot:
+            curves.boot[name] = np.where(curves.measured, own.boot[name], np.nan)
+        else:
+            curves.boot.pop(name, None)
+        if name in own.estimated:
+            curves.estimated[name] = own.estimated[name]
+        per_task = np.full((rows.size, len(curves.ks)), np.nan)
+        per_task[np.searchsorted(rows, np.flatnonzero(own.included))] = own.per_task_selected[name]
+        curves.per_task_selected[name] = per_task
+    return curves
 
 
 def serving_stats(store: RunStore) -> dict | None:
@@ -90,6 +127,8 @@ def _selector_block(data: RunData, curves: Curves, name: str) -> dict:
     chosen = data.selections.get(name, {})
     winners = [s.winner for s in chosen.values() if s.winner]
     resolved = sum(1 for w in winners if (v := data.grades.get(w)) is not None and v.status == "pass")
+    left_out = data.left_out.get(name, {})
+    tasks = len(data.task_ids) - len(left_out)  # a task left out is not scored against the selector
     return {
         "estimator": ESTIMATORS.get(name, "rank"),
         "estimate": None if (e := curves.estimated.get(name)) is None else {
@@ -101,8 +140,9 @@ def _selector_block(data: RunData, curves: Curves, name: str) -> dict:
         "gap_recovered": curves.gap[name].as_dict(),
         "winners": len(winners),
         "winners_resolved": resolved,
-        "winner_accuracy": round(resolved / len(data.task_ids), 6) if data.task_ids else 0.0,
-        "tasks_without_selection": len(data.task_ids) - len(chosen),
+        "winner_accuracy": round(resolved / tasks, 6) if tasks else 0.0,
+        "tasks_without_selection": tasks - len(chosen),
+        "tasks_left_out": dict(left_out),
     }
 
 
@@ -125,6 +165,8 @@ def infra_section(data: RunData) -> dict:
         "attempts_failed": len(events),
         "attempts_by_kind": dict(Counter(str(e.get("error") or "other") for e in events)),
         "attempts_retried": sum(1 for e in events if e.get("retry")),
+        "tasks_not_prepared": dict(data.unprepared),
+        "selections": sum(len(tasks) for tasks in data.left_out.values()),
     }
 
 

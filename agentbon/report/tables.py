@@ -126,6 +126,15 @@ def headline(s: dict) -> Table:
             kinds[k] = kinds.get(k, 0) + v
         notes.append(f"Infra errors left: {infra['rollouts']} rollouts, {infra['verifications']} verifications ("
                      + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) + "); a resume re-runs them.")  # fmt: skip
+    unprepared = infra.get("tasks_not_prepared") or {}
+    if unprepared:
+        notes.append(f"{len(unprepared)} task(s) could not be prepared, their rollouts not run (a resume runs them): "
+                     + "; ".join(f"{t} ({why[:80]})" for t, why in list(unprepared.items())[:5]))  # fmt: skip
+    for name, block in m["selectors"].items():
+        if block.get("tasks_left_out"):
+            left = block["tasks_left_out"]
+            notes.append(f"{name}: {len(left)} task(s) left out of its curves and winners, their selection failed on "
+                         f"infrastructure (a resume selects them): " + ", ".join(list(left)[:10]))  # fmt: skip
     weaker = {how: count for how, count in (r.get("isolation") or {}).items() if how != "docker"}
     if weaker:
         notes.append("Weaker isolation than a hardened sandbox: " + "; ".join(
