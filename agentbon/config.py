@@ -51,8 +51,8 @@ class SandboxConfig(Section):
     """Docker network mode for rollout and verification containers: ``none``, ``bridge``, ``host``,
     ``container:<name>`` or a user-defined network's name (its syntax is checked at load, its existence on the engine
     by the preflight)."""
-    cpus: float = Field(default=1.0, gt=0)
-    """CPU limit per container."""
+    cpus: float | None = Field(default=1.0, gt=0)
+    """CPU limit per container; ``none``: no limit (``agentbon eval`` of SWE-bench instances, as the harness)."""
     memory: str = "2g"
     """Memory limit per container (docker syntax: digits with an optional b, k, m or g suffix; at least 6m)."""
     pids: int = Field(default=256, ge=1)
@@ -92,6 +92,13 @@ class SandboxConfig(Section):
     """How commands reach a Docker sandbox (docs/sandboxes.md): ``resident``, one small executor process started
     once per sandbox and user that runs every command (no engine call per command; one ``exec`` per command where
     the image has no ``python3``), or ``exec``, one engine ``exec`` per command."""
+
+    @field_validator("cpus", mode="before")
+    @classmethod
+    def _cpus(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("none", "off"):
+            return None
+        return value
 
     @field_validator("user")
     @classmethod
@@ -173,7 +180,8 @@ class ModelConfig(Section):
     installed (``scripts/setup.sh`` does both on x86 CPUs; about twice llama.cpp's throughput on a best-of-8 batch, after minutes of warm-up), else llama.cpp (starts
     in seconds, one request at a time). The run records which one ran."""
     path: str | None = None
-    """Weights for a local server: a GGUF file (llama-cpp) or an HF directory / hub id (vllm). None: the default."""
+    """Weights for a local server: a GGUF file (llama-cpp) or an HF directory / hub id (vllm). None: the default.
+    GPU engines on a cluster read a path on their own nodes (docs/models.md)."""
     api_key: str | None = None
     temperature: float = Field(default=0.8, ge=0)
     top_p: float | None = Field(default=None, gt=0, le=1)
@@ -200,7 +208,7 @@ class ModelConfig(Section):
     the cluster's network (Ray's node IP) when the cluster has more nodes, so that rollouts there reach it. A server
     on any address but the loopback requires an API key (``api_key``, else a random one for the run)."""
     vllm_cpu_threads: int = Field(default=0, ge=0)
-    """OpenMP threads of vLLM's CPU build (server or engine actors); ignored on GPUs. 0: vLLM's own binding of one
+    """OpenMP threads of vLLM's CPU build (server or engine actors); refused on GPUs. 0: vLLM's own binding of one
     thread per core on machines with more than 4 cores, one unbound thread on 4 or fewer, where the sandboxes share
     the cores and bound threads stall each other (docs/models.md). N: N unbound threads."""
     ctx: int = Field(default=8192, ge=1)
@@ -210,15 +218,18 @@ class ModelConfig(Section):
     as the cluster's nodes hold (each node's GPUs // ``tensor_parallel_size``); on CPU, one. The driver sets the
     number it started."""
     tensor_parallel_size: int = Field(default=1, ge=1)
-    """``vllm-actors`` on GPUs: GPUs per engine (tensor parallelism), all on one node (a placement group each)."""
+    """``vllm-actors`` on GPUs: GPUs per engine (tensor parallelism), all on one node (a placement group each); the
+    ``vllm`` server's ``--tensor-parallel-size``."""
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
-    """``vllm-actors`` on GPUs: the share of each GPU's memory an engine may take (weights, activations, KV cache)."""
+    """``vllm-actors`` on GPUs and the ``vllm`` server: the share of each GPU's memory an engine may take (weights,
+    activations, KV cache)."""
     max_inflight: int = Field(default=64, ge=1)
     """``vllm-actors`` and ``endpoints``: requests one engine or endpoint holds at once before a task's requests
     spill to another one."""
     vllm_python: str | None = None
-    """``vllm-actors``: interpreter of the engine actors (a venv with vllm, ray and agentbon). None: the venv of
-    ``scripts/setup_vllm_cpu.sh`` where it exists, else the workers' own interpreter."""
+    """``vllm-actors``: interpreter of the engine actors (a venv with vllm, ray and agentbon). None: on CPU the venv of
+    ``scripts/setup_vllm_cpu.sh`` where it exists, else the workers' own interpreter; on GPUs the GPU nodes' own (a
+    path given here must exist on every GPU node: docs/models.md)."""
     pool: str | None = None
     """Set by the driver, not by hand: the name of the Ray engine pool (``vllm-actors``) or of the router of
     ``endpoints`` serving this run."""
@@ -284,7 +295,30 @@ class AgentConfig(Section):
     context_lines: int = Field(default=400, ge=1)
     """Edit agent: lines of file contents shown in all (files in rank order until spent); fits an 8k context."""
     prompts_dir: str | None = None
-    """A directory of ``.j2`` templates that replace the built-in prompts of the same name."""
+    """A directory of ``.j2`` templates that replace the built-in prompts of the same name (at least one of the
+    chosen agent's). Read at load, and carried to the workers with the run (agent/templates.py)."""
+    prompts_digest: str | None = None
+    """Set at load, not by hand: the digest of ``prompts_dir``'s files. A run's identity holds it (a resume with
+    other templates is refused), and each worker checks the templates it renders against it."""
+
+    @field_validator("prompts_dir")
+    @classmethod
+    def _prompts_dir(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A folder that is missing, or that replaces none of this agent's prompts, is refused now."""
+        if value is None:
+            return None
+        from agentbon.agent.templates import check_prompts
+
+        folder = str(Path(value).expanduser().resolve())
+        check_prompts(folder, info.data.get("type", "edit"))
+        return folder
+
+    @model_validator(mode="after")
+    def _prompts_digest(self) -> AgentConfig:
+        from agentbon.agent.templates import prompts_digest, read_prompts
+
+        self.prompts_digest = prompts_digest(read_prompts(self.prompts_dir)) if self.prompts_dir else None
+        return self
 
     def malformed_cap(self) -> int:
         """``malformed_limit``, or the default of this agent type."""
@@ -382,6 +416,9 @@ class ReportConfig(Section):
     soft_bon: Literal["auto", "exact", "estimate"] = "auto"
     """``soft-bon``'s selected@k: ``exact`` (minutes at 10,000 tasks x N = 256), ``estimate`` (unbiased, its Monte
     Carlo error shown), ``auto``: exact unless that costs more than about half a second (docs/estimators.md)."""
+    majority: Literal["auto", "exact", "estimate"] = "auto"
+    """``majority``'s selected@k (a vote inside each k-subset), as ``soft_bon``: ``exact`` (slow where many patches
+    repeat at large N), ``estimate`` or ``auto`` (docs/estimators.md)."""
 
 
 class ExportConfig(Section):
@@ -491,6 +528,16 @@ class RunConfig(Section):
             )
         return value
 
+    @model_validator(mode="after")
+    def _nothing_inert(self) -> RunConfig:
+        """Refuse settings the run's mode never reads (agentbon/inert.py), with the launcher as given."""
+        from agentbon.inert import Mode, inert, refusal
+
+        problems = inert(Mode(self, self.model.launcher))
+        if problems:
+            raise ValueError(refusal(problems))
+        return self
+
     def fixed_part(self) -> int:
         """Rollouts ``0..fixed_part()-1`` of every task run whatever the outcomes (the curves' sample): the budget's
         first allotment under a budget, else ``early_stop_fixed``."""
@@ -574,7 +621,7 @@ def _problem(err: Any) -> str:
     key = ".".join(str(p) for p in err["loc"])
     if err["type"] == "value_error":
         message = str(err["msg"]).removeprefix("Value error, ")
-        return f"{key}: {message}" if key else message  # a rule over several keys names them itself
+        return f"{key}: {message}" if key else message  # a check across sections names its settings itself
     if err["type"] in ("missing", "extra_forbidden") or isinstance(err.get("input"), dict | list):
         return f"{key}: {err['msg']}"
     bounds = _bounds(tuple(err["loc"])) if err["type"] in RANGE_ERRORS else None

@@ -34,9 +34,10 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
     return path
 
 
-def read_jsonl(path: str | Path) -> Iterator[Any]:
+def read_jsonl(path: str | Path, starts: tuple[str, ...] = ("",)) -> Iterator[Any]:
     """Every complete line of a JSONL file, parsed, in order: a torn last line, and a line that is not JSON (a tail
-    torn by a version that glued the next line to it), are skipped. Nothing where the file does not exist."""
+    torn by a version that glued the next line to it), are skipped. Nothing where the file does not exist. Only the
+    lines that begin with one of ``starts`` are parsed (a reader that wants a few kinds of a large log)."""
     try:
         f = open(path, encoding="utf-8")
     except FileNotFoundError:
@@ -46,7 +47,7 @@ def read_jsonl(path: str | Path) -> Iterator[Any]:
             if not line.endswith("\n"):
                 return
             with contextlib.suppress(json.JSONDecodeError):
-                if line.strip():
+                if line.startswith(starts) and line.strip():
                     yield json.loads(line)
 
 

@@ -1,7 +1,8 @@
 """Run progress: a state fed by the driver's events, shown as a rich Live panel or as plain log lines.
 
-The driver calls the display with ``(kind, **data)`` events (``plan``, ``started``, ``rollout``,
-``verdict``, ``infra``, ``early_stop``, ``tokens``, ``selected``, ``tick``, ``interrupted``, ``aborted``), all
+The driver calls the display with ``(kind, **data)`` events (``launcher``, ``note``, ``plan``, ``started``,
+``rollout``, ``verdict``, ``infra``, ``early_stop``, ``tokens``, ``server_tokens``, ``selected``, ``tick``,
+``interrupted``, ``aborted``), all
 sent by the run's one ``Recorder`` (``agentbon.orchestrate.events``); the state
 keeps the counts and the display only renders them (style.md §14).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, Group
@@ -18,6 +20,13 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from agentbon.console import make_console
+
+SLOW_AFTER_S = 120.0
+"""The model server's rate is judged once the first unit has run this long (and the server's own count, where it
+exports one, spans at least ``RATE_SPAN_S``)."""
+RATE_SPAN_S = 45.0
+SLOW_FACTOR = 4.0
+"""The server is called slow below 1/``SLOW_FACTOR`` of the rate expected of it on this machine."""
 
 
 def _clock(seconds: float | None) -> str:
@@ -30,8 +39,9 @@ def _clock(seconds: float | None) -> str:
 class ProgressState:
     """The counts a run's progress shows, updated from the driver's events."""
 
-    def __init__(self, run_id: str = "") -> None:
-        self.run_id, self.t0 = run_id, time.time()
+    def __init__(self, run_id: str = "", clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.run_id, self.t0 = run_id, clock()
         self.tasks = self.n = self.planned = self.verify_total = 0
         self.rollouts_done = self.verified = self.infra_errors = self.tokens = 0
         self.running: dict[str, set[str]] = {"rollout": set(), "verify": set()}
@@ -42,6 +52,14 @@ class ProgressState:
         self.not_run = 0
         self.saved_s = 0.0
         self.interrupted = False
+        self.completion = 0
+        """Completion tokens of the model calls finished so far."""
+        self.launcher: dict[str, Any] = {}
+        """The ``launcher`` event: which server runs the model, why, and the figures expected of it."""
+        self.first_start: float | None = None
+        self.server_counts: list[tuple[float, int]] = []
+        """(time, completion tokens generated) as the server itself counts them: its first and latest reading."""
+        self.slow_warned = False
 
     def on(self, kind: str, **data: Any) -> None:
         """Fold one event into the counts."""
@@ -50,6 +68,7 @@ class ProgressState:
             self.verify_total = data["verify"]
         elif kind == "started":
             self.running[data["unit"]].add(data["rollout_id"])
+            self.first_start = self.first_start or self.clock()
         elif kind in ("rollout", "cancelled"):
             rid = data["rollout"].rollout_id if kind == "rollout" else data["rollout_id"]
             self.running["rollout"].discard(rid)
@@ -74,12 +93,17 @@ class ProgressState:
             self.saved_s += data["est_sandbox_s_saved"]
         elif kind == "tokens":
             self.tokens += data["n"]
+            self.completion += data.get("completion", 0)
+        elif kind == "server_tokens":
+            self.server_counts = [*self.server_counts[:1], (self.clock(), data["generated"])]
+        elif kind == "launcher":
+            self.launcher = data
         elif kind in ("interrupted", "aborted"):
             self.interrupted = True
 
     @property
     def elapsed(self) -> float:
-        return time.time() - self.t0
+        return self.clock() - self.t0
 
     @property
     def tokens_per_s(self) -> float:
@@ -91,6 +115,41 @@ class ProgressState:
         if not self.rollouts_done:
             return None
         return max(self.planned - self.rollouts_done, 0) * self.elapsed / self.rollouts_done
+
+    def live_rate(self) -> float | None:
+        """Completion tokens/s the model gives this run: the server's own count where it exports one (its readings
+        span ``RATE_SPAN_S``), else the finished calls' over the time since the first unit started."""
+        if len(self.server_counts) == 2:
+            (t0, n0), (t1, n1) = self.server_counts
+            return (n1 - n0) / (t1 - t0) if t1 - t0 >= RATE_SPAN_S else None
+        if self.first_start is None:
+            return None
+        return self.completion / max(self.clock() - self.first_start, 1e-9)
+
+    def slow_server(self) -> str | None:
+        """A warning, once, when the model server gives under 1/``SLOW_FACTOR`` of the rate expected of it on this
+        machine (``launcher``'s figures), naming the launcher that should be faster; None otherwise."""
+        expected = (self.launcher.get("figures") or {}).get(self.launcher.get("launcher"))
+        if self.slow_warned or not expected or self.first_start is None or self.clock() - self.first_start < SLOW_AFTER_S:
+            return None
+        rate = self.live_rate()
+        if rate is None or rate * SLOW_FACTOR >= expected:
+            return None
+        self.slow_warned = True
+        name, source = self.launcher["launcher"], self.launcher.get("figures_from")
+        where = "measured here" if source == "calibration" else "documented for such a machine"
+        eta = f"; at this rate the rollouts end in {_clock(self.eta_s)}" if self.eta_s is not None else ""
+        # Only a server expected to beat this one's own figure is worth a restart; else the machine is the suspect.
+        faster = sorted((v, k) for k, v in self.launcher["figures"].items() if k != name and v > expected)
+        hint = (
+            f"; -c model.launcher={faster[-1][1]} ({faster[-1][0]:g} tokens/s {where}) should be faster (resume with "
+            "the same command plus that option)"
+            if faster else "; is other work sharing the cores?"
+        )  # fmt: skip
+        return (
+            f"the model server ({name}) gives {rate:.1f} completion tokens/s, under a quarter of the {expected:g} "
+            f"{where}{eta}{hint}; docs/models.md, 'Which server'"
+        )
 
     def status_line(self) -> str:
         """Everything beside the bars, on one line."""
@@ -107,6 +166,15 @@ class ProgressState:
         if self.not_run:
             line += f" · early stop: {self.not_run} rollouts not run (~{self.saved_s:.0f} sandbox-s saved)"
         return line
+
+
+def _said(kind: str, data: dict[str, Any]) -> str:
+    """The line a ``launcher`` or ``note`` event prints."""
+    if kind == "note":
+        return str(data["message"])
+    from agentbon.models.choice import Choice
+
+    return Choice(**data).line()
 
 
 class LiveDisplay:
@@ -137,6 +205,10 @@ class LiveDisplay:
             self.live.console.print(f"[yellow]warning[/]: {data['message']}")
         elif kind == "aborted":
             self.live.console.print(f"[red]stopping[/]: {data['reason']}")
+        elif kind in ("launcher", "note"):
+            self.live.console.print(_said(kind, data))
+        if (slow := self.state.slow_server()) is not None:
+            self.live.console.print(f"[yellow]warning[/]: {slow}")
 
     def __enter__(self) -> LiveDisplay:
         self.live.start()
@@ -177,6 +249,8 @@ class PlainDisplay:
                       f"(~{data['est_sandbox_s_saved']:.0f} sandbox-s saved)")
         elif kind == "warning":
             self._say(f"warning: {data['message']}")
+        elif kind in ("launcher", "note"):
+            self._say(_said(kind, data))
         elif kind == "shipped":
             self._say(f"carried to the cluster through Ray: {data['repos']} repositories "
                       f"({data['repo_bytes'] / 2**20:.1f} MiB), verifier scripts and base recipe "
@@ -185,6 +259,8 @@ class PlainDisplay:
             self._say(f"interrupted: {data['pending']} units cancelled, sandboxes removed; run again to resume")
         elif kind == "aborted":
             self._say(f"stopped: {data['reason']}; {data['pending']} units cancelled; run again to resume")
+        if (slow := s.slow_server()) is not None:
+            self._say(f"warning: {slow}")
         if time.time() - self._last >= self.every_s:
             self._last = time.time()
             self._say(f"{s.rollouts_done}/{s.planned} rollouts, ETA {_clock(s.eta_s)} · {s.status_line()}")

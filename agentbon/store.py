@@ -124,9 +124,11 @@ class RunStore:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
     # ---------------------------------------------------------------- reading
-    def events(self) -> Iterator[dict[str, Any]]:
-        """Every complete event in order (a torn last line is skipped)."""
-        yield from read_jsonl(self.path / EVENTS)
+    def events(self, *kinds: str) -> Iterator[dict[str, Any]]:
+        """Every complete event in order (a torn last line is skipped); only those of ``kinds`` when given, parsing
+        only their lines (``append`` writes the type first), so a check reads a log of millions of rollouts fast."""
+        heads = tuple(json.dumps({"type": kind})[:-1] + "," for kind in kinds) or ("",)
+        yield from read_jsonl(self.path / EVENTS, heads)
 
     def events_of(self, kind: str) -> list[dict[str, Any]]:
         """Every complete event of one type (``infra``, ``early_stop``, ``interrupted``...), in order."""
@@ -188,6 +190,34 @@ class RunStore:
                 s = Selection.model_validate(e["record"])
                 out[(s.task_id, s.selector)] = s
         return list(out.values())
+
+    def selector_failures(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """(task, selector) → its ``selector_error`` event, where the latest selection of that task by that selector
+        failed on infrastructure: the task is out of that selector's figures until a selection replaces it."""
+        if next(self.events("selector_error"), None) is None:
+            return {}
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for e in self.events("selection", "selector_error"):
+            if e["type"] == "selection":
+                out.pop((e["record"]["task_id"], e["record"]["selector"]), None)
+            elif e.get("infra"):
+                out[(e["task_id"], e["selector"])] = e
+            else:
+                out.pop((e["task_id"], e["selector"]), None)
+        return out
+
+    def prepare_failures(self) -> dict[str, dict[str, Any]]:
+        """Task id → its ``prepare_failed`` event, where the latest preparation of the task failed and no rollout of
+        it was recorded since (a resume that prepared it records its rollouts)."""
+        if next(self.events("prepare_failed"), None) is None:
+            return {}
+        out: dict[str, dict[str, Any]] = {}
+        for e in self.events("prepare_failed", "rollout"):
+            if e["type"] == "prepare_failed":
+                out[e["task_id"]] = e
+            else:
+                out.pop(e["record"]["task_id"], None)
+        return out
 
     def trajectory(self, rollout_id: str) -> list[dict[str, Any]]:
         return list(read_jsonl(self.path / rollout_id / "trajectory.jsonl"))

@@ -70,7 +70,7 @@ def load_suite(path: str | Path) -> tuple[list[Task], list[TaskLoadError]]:
             errors.extend(loaded.errors)
         elif loaded.task_id in first_source:
             problem = f"duplicate task id {loaded.task_id!r} (first loaded from {first_source[loaded.task_id]})"
-            errors.append(TaskLoadError(source=source, field="task_id", problem=problem))
+            errors.append(TaskLoadError(source=source, field="task_id", problem=problem, task_id=loaded.task_id))
         else:
             first_source[loaded.task_id] = source
             tasks.append(loaded)
@@ -133,16 +133,27 @@ def _records(path: Path) -> Iterator[tuple[str, Task | Invalid]]:
         yield str(path), Invalid.one(str(path), RECORD, problem)
 
 
-def _guard(source: str, load: Callable[[], Task]) -> tuple[str, Task | Invalid]:
-    """Run one task's loader, turning its problems into errors so the rest of the suite still loads."""
+def _guard(source: str, load: Callable[[], Task], record: Any = None) -> tuple[str, Task | Invalid]:
+    """Run one task's loader, turning its problems into errors so the rest of the suite still loads; each error
+    names the id of ``record`` (the raw record) where it has one."""
     try:
         return source, load()
     except Invalid as invalid:
-        return source, invalid
+        failed = invalid
     except TaskError as err:
-        return source, Invalid.one(err.source, err.field, err.problem)
+        failed = Invalid.one(err.source, err.field, err.problem)
     except OSError as err:
-        return source, Invalid.one(source, RECORD, f"cannot read: {err.strerror or err}")
+        failed = Invalid.one(source, RECORD, f"cannot read: {err.strerror or err}")
+    task_id = _record_id(record)
+    return source, Invalid([e.model_copy(update={"task_id": task_id}) for e in failed.errors]) if task_id else failed
+
+
+def _record_id(record: Any) -> str | None:
+    """A raw record's id (SWE-bench ``instance_id`` or agentbon ``task_id``), None where it has no usable one."""
+    if not isinstance(record, dict):
+        return None
+    task_id = record.get("instance_id", record.get("task_id"))
+    return task_id if isinstance(task_id, str) and task_id.strip() else None
 
 
 def _read_text(base: Path, name: Any, source: str, field: str) -> str:
@@ -222,7 +233,7 @@ def _from_task_repo(root: Path) -> Iterator[tuple[str, Task | Invalid]]:
         if isinstance(record, TaskError):
             yield source, Invalid.one(record.source, record.field, record.problem)
         else:
-            yield _guard(source, partial(_finish_instance, record, source, root))
+            yield _guard(source, partial(_finish_instance, record, source, root), record)
 
 
 def _finish_instance(record: dict[str, Any], source: str, root: Path) -> Task:
@@ -245,7 +256,7 @@ def _from_jsonl(file: Path) -> Iterator[tuple[str, Task | Invalid]]:
         except json.JSONDecodeError as err:
             yield source, Invalid.one(source, RECORD, f"invalid JSON at column {err.colno}: {err.msg}")
             continue
-        yield _guard(source, partial(_from_record, record, source, file.parent))
+        yield _guard(source, partial(_from_record, record, source, file.parent), record)
 
 
 def _from_json(file: Path) -> Iterator[tuple[str, Task | Invalid]]:
@@ -262,6 +273,6 @@ def _from_json(file: Path) -> Iterator[tuple[str, Task | Invalid]]:
     if isinstance(data, list):
         for index, record in enumerate(data):
             source = f"{file}[{index}]"
-            yield _guard(source, partial(_from_record, record, source, file.parent))
+            yield _guard(source, partial(_from_record, record, source, file.parent), record)
     else:
-        yield _guard(str(file), partial(_from_record, data, str(file), file.parent))
+        yield _guard(str(file), partial(_from_record, data, str(file), file.parent), data)

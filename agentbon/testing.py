@@ -243,22 +243,71 @@ _FAULTS: dict[str, Callable[[], BaseException]] = {
 }
 
 
+def _permission() -> BaseException:
+    import errno
+
+    return PermissionError(errno.EACCES, "Permission denied", "/var/cache/agentbon")
+
+
+def _reset() -> BaseException:
+    import errno
+
+    return ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
+
+
+def _read_only() -> BaseException:
+    import errno
+
+    return OSError(errno.EROFS, "Read-only file system", "/tmp/agentbon-sandbox")
+
+
+def _clone_failed() -> BaseException:
+    return subprocess.CalledProcessError(128, ["git", "clone", "-q", "repo", "sandbox"], stderr=b"fatal: early EOF")
+
+
+SETUP_FAULTS: dict[str, Callable[[], BaseException]] = {
+    "gone": lambda: SandboxGone("fake sandbox died at start"), "permission": _permission, "reset": _reset,
+    "read-only": _read_only, "clone": _clone_failed,
+}
+"""What ``FakeBackend`` raises for a preparation or sandbox start it was told to fail (``prepare_error``,
+``open_error``): none of these but ``gone`` is in the failure taxonomy's table."""
+
+
 class FakeBackend:
     """Sandboxes as git clones of the task's repository under ``root`` (a process-backed fake for orchestration).
 
     Each live sandbox is a folder holding its labels, so ``reap`` works across processes and tests can
     count leftovers. ``open_delay_s`` simulates container start; ``fail_open`` maps rollout ids to how many
-    attempts fail with ``SandboxGone`` before one succeeds.
+    attempts fail with ``open_error`` (a ``SETUP_FAULTS`` key) before one succeeds. ``prepare`` clones the task's
+    repository at its base commit as the real backends do (a broken repository fails there, with git's
+    ``CalledProcessError``); ``fail_prepare`` maps task ids to how many preparations fail with ``prepare_error``
+    first (counted under ``root``, across worker processes).
     """
 
     isolation = "fake (none)"
 
     def __init__(self, config: Any = None, root: str | Path = "/tmp/agentbon-fake", open_delay_s: float = 0.0,
-                 fail_open: dict[str, int] | None = None):
+                 fail_open: dict[str, int] | None = None, open_error: str = "gone",
+                 fail_prepare: dict[str, int] | None = None, prepare_error: str = "clone"):
         self.config, self.root = config, Path(root)
         self.open_delay_s, self.fail_open = open_delay_s, dict(fail_open or {})
+        self.open_error, self.prepare_error = SETUP_FAULTS[open_error], SETUP_FAULTS[prepare_error]
+        self.fail_prepare = dict(fail_prepare or {})
 
     def prepare(self, task: Any) -> str:
+        import tempfile
+
+        if self.fail_prepare.get(task.task_id):
+            counter = self.root / "prepare-attempts" / task.task_id
+            counter.parent.mkdir(parents=True, exist_ok=True)
+            with open(counter, "a") as f:
+                f.write(".")
+            if counter.stat().st_size <= self.fail_prepare[task.task_id]:
+                raise self.prepare_error()
+        with tempfile.TemporaryDirectory(prefix="agentbon-fake-prepare-") as tmp:
+            subprocess.run(["git", "clone", "-q", "--bare", str(task.repo.url), tmp], check=True, capture_output=True)
+            subprocess.run(["git", "cat-file", "-e", f"{task.repo.base_commit}^{{commit}}"], cwd=tmp, check=True,
+                           capture_output=True)  # fmt: skip
         return f"fake:{task.task_id}"
 
     def open(self, task: Any, labels: dict[str, str]) -> FakeSandbox:
@@ -266,7 +315,7 @@ class FakeBackend:
         import uuid
 
         if int(labels.get("attempt", "1")) <= self.fail_open.get(labels.get("rollout", ""), 0):
-            raise SandboxGone(f"fake sandbox for {labels.get('rollout')} died at start")
+            raise self.open_error()
         time.sleep(self.open_delay_s)
         where = self.root / "live" / uuid.uuid4().hex[:12]
         where.parent.mkdir(parents=True, exist_ok=True)
@@ -338,13 +387,24 @@ class FakeVerifier:
 
 
 class FakeSelector:
-    """Picks the first candidate whose evidence passed (the grade, for the ``oracle``), else the first one."""
+    """Picks the first candidate whose evidence passed (the grade, for the ``oracle``), else the first one.
 
-    def __init__(self, name: str, config: Any = None, store: Any = None):
+    A selector named ``critic`` asks a fake judge first: while the file ``judge_down`` exists, the judge call for each
+    task named in it (one id a line) raises ``ServerFailure``, as a judge whose server is down.
+    """
+
+    def __init__(self, name: str, config: Any = None, store: Any = None, judge_down: str | Path | None = None):
         self.name, self.oracle = name, name == "oracle"
+        self.judge_down = Path(judge_down) if judge_down else None
 
     def select(self, task: Any, candidates: Sequence[Any]) -> Any:
         from agentbon.types import Selection
+
+        if self.name == "critic" and self.judge_down is not None and self.judge_down.exists():
+            if task.task_id in self.judge_down.read_text().split():
+                from agentbon.errors import ServerFailure
+
+                raise ServerFailure("fake judge: connection refused")
 
         def passed(c: Any) -> bool:
             v = c.grade if self.oracle else c.evidence

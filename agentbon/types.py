@@ -7,11 +7,21 @@ recognised; records are immutable values (copy with ``model_copy(update=...)``).
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import time
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, computed_field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    computed_field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 FORMAT_VERSION = 1
 
@@ -189,6 +199,8 @@ class TaskLoadError(Record):
     source: str
     field: str
     problem: str
+    task_id: str | None = None
+    """The record's id (``task_id`` / ``instance_id``) where it has one: a task of the suite that did not load."""
 
     def __str__(self) -> str:
         return f"{self.source}: {self.field}: {self.problem}"
@@ -379,6 +391,8 @@ class Verdict(Record):
     status: VerdictStatus
     """``pass``/``fail`` decided by tests; ``undecided`` where tests cannot decide; ``infra_error`` apart."""
     patch_applied: bool = True
+    timed_out: bool = False
+    """The test run went past ``verify.timeout_s`` (``fail``; the SWE-bench harness counts it an error)."""
     tests: dict[str, TestOutcome] = Field(default_factory=dict)
     runner_exit_code: int | None = None
     tampered: list[str] = Field(default_factory=list)
@@ -424,15 +438,31 @@ class Verdict(Record):
 class Ranked(Record):
     rollout_id: str
     score: float
+    """The selector's score; ``-inf`` for a candidate it cannot choose (written as null: JSON has no infinity)."""
     reason: str = ""
     tokens: int | None = None
     """Tokens the critic spent scoring this candidate, where it calls a model and says so (the LLM judge); None
     otherwise (no model, or a run before this was recorded)."""
 
+    @field_validator("score", mode="before")
+    @classmethod
+    def _null_is_not_a_candidate(cls, value: object) -> object:
+        return -math.inf if value is None else value
+
+    @field_serializer("score", when_used="json")
+    def _infinity_as_null(self, value: float) -> float | None:
+        return None if value == -math.inf else value
+
+
+INVALID_SENTINEL_V1 = -1.0
+"""The score version 1 of a Selection gave a candidate that cannot be chosen (no real score was negative then)."""
+
 
 class Selection(Record):
     """A selector's choice for one task: the winner and why."""
 
+    version: int = 2
+    """2: a candidate the selector cannot choose scores ``-inf`` (null in JSON); 1 wrote -1.0, read as ``-inf``."""
     run_id: str
     task_id: str
     selector: str
@@ -442,3 +472,14 @@ class Selection(Record):
     reason: str = ""
     oracle: bool = False
     """True when the grading tests chose: reported as the oracle, never as a selector."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: object) -> object:
+        if not isinstance(data, dict) or int(data.get("version", 2)) >= 2:  # a record on disk always has one
+            return data
+        ranked = [
+            {**r, "score": -math.inf} if isinstance(r, dict) and r.get("score") == INVALID_SENTINEL_V1 else r
+            for r in data.get("ranked") or []
+        ]
+        return {**data, "version": 2, "ranked": ranked}

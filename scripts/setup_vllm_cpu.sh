@@ -38,11 +38,13 @@ fi
 
 log "model"
 GGUF=$("$PY" -m agentbon model fetch | tail -n 1)
-# Where agentbon looks for it (int8 weights: gguf_to_hf.py says why).
-HF_DIR=$("$PY" -c 'from agentbon.models.vllm_server import DEFAULT_HF_DIR as d; from agentbon.models.weights import models_dir; print(models_dir() / d)')
+# Where agentbon looks for it, in the weights this CPU runs fastest (models/cpu.py: int8 linear layers where it has
+# int8 dot products, else bf16, computed in fp32 where it has no bf16 arithmetic).
+HF_DIR=$("$PY" -c 'from agentbon.models.vllm_server import default_hf_dir; print(default_hf_dir())')
+FORMAT=$("$PY" -c 'from agentbon.models.vllm_server import default_format as f; print(f().weights, "-", f().reason)')
 if [ ! -f "$HF_DIR/config.json" ]; then
-  log "converting $GGUF for vLLM, linear layers as int8 (two or three minutes)"
-  HF_HUB_OFFLINE=1 "$VENV/bin/python" "$ROOT/agentbon/models/gguf_to_hf.py" "$GGUF" "$HF_DIR" --weights w8a8
+  log "converting $GGUF for vLLM, weights ${FORMAT} (two or three minutes)"
+  HF_HUB_OFFLINE=1 "$VENV/bin/python" "$ROOT/agentbon/models/gguf_to_hf.py" "$GGUF" "$HF_DIR" --weights "${FORMAT%% *}"
 fi
 OLD_DIR="$(dirname "$GGUF")/$(basename "$GGUF" .gguf)-hf"
 if [ -d "$OLD_DIR" ]; then

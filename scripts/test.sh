@@ -5,7 +5,8 @@
 # (scripts/check_extras.sh; AGENTBON_CHECK_EXTRAS=0 skips it, e.g. without a package index).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# The suite exercises vLLM's CPU build wherever it runs, even on a CPU where `auto` would not choose it.
+AGENTBON_SETUP_VLLM=${AGENTBON_SETUP_VLLM:-1} bash scripts/setup.sh
 export RAY_AUTH_MODE=disabled
 # Lint and types first: a finding fails the run like a failing test.
 python3 -m ruff check .

@@ -5,6 +5,7 @@ from __future__ import annotations
 from agentbon.agent.base import FormatError, LimitsExceeded, Submitted, partial_result
 from agentbon.agent.bash import SUBMIT_COMMAND, BashAgent
 from agentbon.agent.edit import EditAgent
+from agentbon.agent.templates import environment
 from agentbon.config import AgentConfig, ModelConfig
 from agentbon.errors import ConfigError
 from agentbon.protocols import Agent
@@ -22,7 +23,10 @@ __all__ = [
 
 
 def make_agent(config: AgentConfig, sampling: ModelConfig | None = None) -> Agent:
-    """The agent ``config.type`` names; ``sampling`` overrides the model client's temperature, top_p, max_tokens."""
+    """The agent ``config.type`` names; ``sampling`` overrides the model client's temperature, top_p, max_tokens.
+
+    The run's prompt templates are read and checked now, before any rollout of this process uses them."""
+    environment(config)
     if config.type == "bash":
         return BashAgent(config, sampling)
     if config.type == "edit":

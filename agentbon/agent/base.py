@@ -10,18 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import time
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-import jinja2
-
+from agentbon.agent.templates import environment
 from agentbon.config import AgentConfig, ModelConfig
 from agentbon.errors import InfraError
 from agentbon.protocols import AgentResult, Model
 from agentbon.types import Usage
-
-PROMPTS = Path(__file__).parent / "prompts"
 
 
 class AgentExit(Exception):
@@ -48,18 +43,9 @@ class FormatError(AgentExit):
     status = "format_error"
 
 
-@lru_cache(maxsize=8)
-def _environment(prompts_dir: str | None) -> jinja2.Environment:
-    dirs = [prompts_dir, str(PROMPTS)] if prompts_dir else [str(PROMPTS)]
-    # StrictUndefined: a template naming a variable the agent does not pass fails loudly, not silently empty.
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(dirs), undefined=jinja2.StrictUndefined, keep_trailing_newline=False
-    )
-
-
 def render(config: AgentConfig, name: str, **variables: Any) -> str:
-    """Render prompt template ``name`` (``prompts_dir`` first, then the built-in ones)."""
-    return _environment(config.prompts_dir).get_template(name).render(**variables).strip() + "\n"
+    """Render prompt template ``name`` (the run's ``prompts_dir`` first, then the built-in ones: agent/templates.py)."""
+    return environment(config).get_template(name).render(**variables).strip() + "\n"
 
 
 def call_seed(seed: int, step: int) -> int:

@@ -1,10 +1,12 @@
 """`agentbon eval SUITE --predictions FILE`: grade patches made anywhere, as `agentbon run` grades its own.
 
-Exit codes: 0 every prediction graded (resolved or not); 2 bad input (a predictions file that cannot be read,
-predictions of several models without ``--model``, a failed preflight such as a missing image: nothing
-graded; or some entries not predictions of this suite, each named, the rest graded); 3 some predictions
-could not be graded (infrastructure: run the same command again to retry them), or Ray did not start or join (one
-line naming it and the fix); 130 interrupted (resume).
+The report is the SWE-bench harness's, in its buckets (docs/swebench.md, "agentbon eval"). Exit codes: 0 every
+prediction graded (resolved, unresolved, or an error instance the harness would also call one: a patch that
+applies no way, a test run past the timeout); 2 bad input (a predictions file that cannot be read, predictions of
+several models without ``--model``, a failed preflight such as a missing image: nothing graded; or entries that
+are not graded, each named — ids not in the suite, earlier duplicates, predictions for tasks that did not load —
+the rest graded); 3 some predictions could not be graded (infrastructure: run the same command again to retry
+them), or Ray did not start or join (one line naming it and the fix); 130 interrupted (resume).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from agentbon.cli.options import (
     RayAddress,
     RunDir,
     exit_codes,
-    load_suite_or_exit,
+    load_suite_and_errors_or_exit,
 )
 
 _INPUT, _CLUSTER, _CONFIG, _OUT = "Input", "Cluster", "Config", "Output"
@@ -46,16 +48,34 @@ def eval_command(
     concurrency: Annotated[
         int | None, typer.Option(help="Verifications at once (verify.concurrency).", rich_help_panel=_CLUSTER)
     ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout", "-t", min=1,
+            help="Seconds one instance's tests may run, as the harness's --timeout (verify.timeout_s). Default: "
+            "the harness's 1800, with no CPU cap (sandbox.cpus), for SWE-bench instances; verify.timeout_s otherwise.",
+            rich_help_panel=_CONFIG,
+        ),
+    ] = None,
     ray_address: RayAddress = None,
     run_dir: RunDir = None,
     run_id: Annotated[
         str | None, typer.Option(help="Run id (default: eval-<suite>-<model>-<hash of the predictions>); an existing run is resumed.", rich_help_panel=_OUT)
     ] = None,
 ) -> None:
-    """Grade given patches in fresh sandboxes (the same verifier as `run`); write eval_report.json; resumable."""
+    """Grade given patches in fresh sandboxes (the same verifier as `run`); write eval_report.json; resumable.
+
+    The report is the SWE-bench harness's (make_run_report), key for key and in its buckets: a patch that
+    applies no way (after the harness's fallbacks), a whitespace-only one and a test run past the timeout are
+    error instances; the last prediction of a duplicated id is graded; total_instances counts every record of the
+    suite. Where agentbon differs: an id not in the suite, or an earlier duplicate, is an input error naming its
+    line and the rest is graded (exit 2; the harness refuses a file with an unknown id); a file with several models
+    needs --model; the guard and the second check can fail a patch the harness resolves (docs/swebench.md).
+    """
     from agentbon.config import load_config
     from agentbon.console import make_console
     from agentbon.evaluate import evaluate
+    from agentbon.evaluate.run import unloaded_tasks
     from agentbon.evaluate.table import print_report
     from agentbon.orchestrate.cluster import sigterm_as_ctrl_c
     from agentbon.progress import make_display
@@ -64,14 +84,15 @@ def eval_command(
     with exit_codes():
         config = load_config(
             config_files, overrides, ray_address=ray_address, run_dir=str(run_dir) if run_dir else None,
-            run_id=run_id, verify={"concurrency": concurrency} if concurrency else None,
+            run_id=run_id, verify={k: v for k, v in (("concurrency", concurrency), ("timeout_s", timeout)) if v} or None,
         )
-    tasks = load_suite_or_exit(suite)
+    tasks, load_errors = load_suite_and_errors_or_exit(suite)
     sigterm_as_ctrl_c()
     display = make_display(run_id or "eval", console)
     with exit_codes(), display:
         result = evaluate(
-            tasks, predictions, config, suite=str(suite), model=model, factories=make_factories(), emit=display
+            tasks, predictions, config, suite=str(suite), model=model, factories=make_factories(), emit=display,
+            unloaded=unloaded_tasks(load_errors, tasks),
         )
     print_report(result.report, console)
     console.print(f"report: {result.report_path}", markup=False, highlight=False, soft_wrap=True)
@@ -86,17 +107,18 @@ def _explain(console: Any, result: Any) -> None:
         return
     if result.batch is not None and result.batch.aborted:
         console.print(f"run stopped: {result.batch.aborted}", markup=False, highlight=False, soft_wrap=True)
-    not_graded = result.report["error_ids"]
+    not_graded = result.report["retry_ids"]
     if not_graded:
         shown = ", ".join(not_graded[:20]) + (f" and {len(not_graded) - 20} more" if len(not_graded) > 20 else "")
         console.print(
             f"{len(not_graded)} prediction(s) not graded: {shown}; run the same command to retry them (exit 3)",
             markup=False, highlight=False, soft_wrap=True,
         )
-    elif result.input_errors:
+    elif result.exit_code == 2:
         console.print(
             f"{len(result.input_errors)} entr{'y' if len(result.input_errors) == 1 else 'ies'} of the predictions "
-            "file not graded (input errors above); everything else was graded (exit 2)",
+            "file not graded (input errors above), or predictions for tasks that did not load (task errors); "
+            "everything else was graded (exit 2)",
             markup=False, highlight=False, soft_wrap=True,
         )
 

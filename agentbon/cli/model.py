@@ -8,7 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-model_app = typer.Typer(help="The local model: fetch its weights, serve it.", no_args_is_help=True)
+model_app = typer.Typer(
+    help="The local model: fetch its weights, choose and calibrate its server, serve it.", no_args_is_help=True
+)
 
 
 @model_app.command()
@@ -64,6 +66,12 @@ def serve(
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with exit_codes():
+        if launcher == "auto":
+            from agentbon.models.choice import choose
+
+            choice = choose(config, calibrate=True, log=typer.echo)
+            typer.echo(choice.line())
+            config = config.model_copy(update={"launcher": choice.launcher})
         server = local_server(config, port=port or None, log=typer.echo)
         try:
             with starting(lambda: (f"the model server ({server.name})", f"its log {server.log_path} says why")):
@@ -86,6 +94,52 @@ def _serve(server: Any, endpoint: str, name: str, stop: threading.Event) -> None
             said = " ".join(server.log_tail(3).split())
             typer.echo(f"error: {server.name} exited while serving: {said} (log {server.log_path})", err=True)
             raise typer.Exit(EXIT_INFRA_LEFT)
+
+
+@model_app.command("choose")
+def choose_(
+    calibrate: Annotated[
+        bool, typer.Option("--calibrate", help="Where the CPU's flags leave it open and no figures are cached, measure both servers now.")
+    ] = False,
+) -> None:
+    """Say which server `model.launcher: auto` starts on this machine, and why (docs/models.md, "Which server")."""
+    from agentbon.config import ModelConfig
+    from agentbon.models.choice import choose
+
+    choice = choose(ModelConfig(), calibrate=calibrate, log=typer.echo)
+    typer.echo(choice.line())
+    if choice.figures:
+        source = "measured here" if choice.figures_from == "calibration" else "documented for such a CPU, 2 cores"
+        rates = ", ".join(f"{k} {v:g}" for k, v in sorted(choice.figures.items()))
+        typer.echo(f"completion tokens/s in aggregate ({source}): {rates}")
+
+
+@model_app.command()
+def calibrate(
+    window: Annotated[float, typer.Option(help="Seconds each server is measured for, once it answers.", min=5)] = 30.0,
+) -> None:
+    """Measure both local servers on this machine now (each as a run starts it, the run's requests in flight) and
+    cache the figures; `auto` uses them where the CPU's flags leave the choice open."""
+    import importlib.util
+
+    from agentbon.config import ModelConfig
+    from agentbon.models import calibrate as measure
+    from agentbon.models.choice import Facts, decide, servers
+    from agentbon.models.cpu import this_cpu
+    from agentbon.models.vllm_server import vllm_available
+
+    config, cpu = ModelConfig(), this_cpu()
+    launchers = [
+        name for name, ok in (("llama-cpp", importlib.util.find_spec("llama_cpp") is not None),
+                              ("vllm", vllm_available(config))) if ok
+    ]  # fmt: skip
+    if not launchers:
+        typer.echo("error: neither llama-cpp-python nor vLLM's CPU build is installed (bash scripts/setup.sh)", err=True)
+        raise typer.Exit(2)
+    result = measure.calibrate(config, cpu, launchers, servers=servers(config), log=typer.echo, window_s=window)
+    typer.echo(f"{cpu.describe()}: {result.figures()} (cached in {measure.cache_path()})")
+    found = Facts(cpu=cpu, gpu_vllm=False, vllm="vllm" in launchers, llama="llama-cpp" in launchers, calibration=result)
+    typer.echo(decide("auto", found).line())
 
 
 def register(app: typer.Typer) -> None:

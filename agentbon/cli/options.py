@@ -28,6 +28,11 @@ RunDir = Annotated[Path | None, typer.Option(help="Where run directories live.",
 
 def load_suite_or_exit(suite: Path) -> list[Any]:
     """The suite's valid tasks; each bad task is named on stderr, and a suite without a valid task exits 2."""
+    return load_suite_and_errors_or_exit(suite)[0]
+
+
+def load_suite_and_errors_or_exit(suite: Path) -> tuple[list[Any], list[Any]]:
+    """The suite's valid tasks and its load errors (each also named on stderr); no valid task exits 2."""
     from agentbon.tasks import load_suite
 
     tasks, errors = load_suite(suite)
@@ -36,7 +41,7 @@ def load_suite_or_exit(suite: Path) -> list[Any]:
     if not tasks:
         typer.echo(f"error: {suite}: no valid tasks", err=True)
         raise typer.Exit(EXIT_INPUT)
-    return tasks
+    return tasks, errors
 
 
 @contextmanager

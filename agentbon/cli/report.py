@@ -71,6 +71,11 @@ def report(
         typer.Option(help="soft-bon's selected@k: auto, exact or estimate (default: config, auto).",
                      rich_help_panel="Statistics"),  # fmt: skip
     ] = None,
+    majority: Annotated[
+        str | None,
+        typer.Option(help="majority's selected@k: auto, exact or estimate (default: config, auto).",
+                     rich_help_panel="Statistics"),  # fmt: skip
+    ] = None,
     rl_training_cost: Annotated[
         float | None,
         typer.Option(help="Cost of an RL run, for the break-even (report's cost unit).", rich_help_panel="Cost"),
@@ -95,7 +100,7 @@ def report(
     from agentbon.report.markdown import md_table
     from agentbon.report.terminal import print_summary, rich_table
 
-    overrides = dict(bootstrap=bootstrap, confidence=confidence, seed=seed, soft_bon=soft_bon, rl_training_cost=rl_training_cost,
+    overrides = dict(bootstrap=bootstrap, confidence=confidence, seed=seed, soft_bon=soft_bon, majority=majority, rl_training_cost=rl_training_cost,
                      usd_per_mtok_prompt=usd_per_mtok_prompt, usd_per_mtok_completion=usd_per_mtok_completion,
                      usd_per_mtok_cached=usd_per_mtok_cached, usd_per_sandbox_hour=usd_per_sandbox_hour)  # fmt: skip
     console = make_console()

@@ -1,9 +1,13 @@
 """Predictions against a suite: which are graded, which are empty, and an error for each that cannot be.
 
-Rules (the harness's where it has one): an id that is not a task of the suite is an error; a second
-prediction for an id already seen is an error (the first one is graded, whatever the later ones say); an
-empty patch is an empty-patch instance, not graded; predictions of several models in one file are refused
-unless one model is picked (``model``): a run grades one model, like one harness report.
+Rules (the harness's, ``swebench.harness.run_evaluation``, where it has one): the last prediction of an id is the
+one graded, as the harness keeps the last (each earlier one is listed as an input error naming the line graded);
+an empty patch (``""`` or null) is an empty-patch instance, not graded; a whitespace-only patch is an error
+instance (the harness tries to apply it and no way applies); a prediction for a record of the suite that did not
+load is an error instance (the harness would grade it; agentbon cannot). Where agentbon differs: an id that is not
+in the suite at all is an input error and the rest is graded (the harness refuses the whole file); predictions of
+several models in one file are refused unless one model is picked (``model``): a run grades one model, like one
+harness report.
 """
 
 from __future__ import annotations
@@ -21,12 +25,16 @@ class SeveralModels(ConfigError):
 
 @dataclass
 class Matched:
-    """Predictions sorted by what happens to them."""
+    """Predictions sorted by what happens to them, each by task id."""
 
     graded: dict[str, Prediction] = field(default_factory=dict)
-    """Predictions to grade, by task id."""
+    """Predictions to grade."""
     empty: dict[str, Prediction] = field(default_factory=dict)
-    """Predictions with an empty patch (``empty_patch_ids``), by task id."""
+    """Predictions with no patch (``empty_patch_ids``)."""
+    blank: dict[str, Prediction] = field(default_factory=dict)
+    """Whitespace-only patches: no way applies them (``error_ids``), so none is run."""
+    unloaded: dict[str, Prediction] = field(default_factory=dict)
+    """Predictions for records of the suite that did not load (``error_ids``, the load error as the reason)."""
     errors: list[InputError] = field(default_factory=list)
     """Entries that are not graded, one per line."""
     model: str = ""
@@ -34,8 +42,8 @@ class Matched:
 
     @property
     def submitted(self) -> dict[str, Prediction]:
-        """Every valid prediction (graded or empty), by task id."""
-        return {**self.graded, **self.empty}
+        """Every prediction counted in the report (``submitted_ids``)."""
+        return {**self.graded, **self.empty, **self.blank, **self.unloaded}
 
 
 def models_of(predictions: list[Prediction]) -> list[str]:
@@ -44,9 +52,11 @@ def models_of(predictions: list[Prediction]) -> list[str]:
 
 
 def match(
-    predictions: list[Prediction], tasks: list[Task], file: str, *, model: str | None = None, suite: str = "the suite"
+    predictions: list[Prediction], tasks: list[Task], file: str, *, model: str | None = None, suite: str = "the suite",
+    unloaded: dict[str, str] | None = None,
 ) -> Matched:
-    """Sort ``predictions`` against the suite's ``tasks``; raise ``SeveralModels`` when no single model is picked."""
+    """Sort ``predictions`` against the suite's ``tasks`` (and ``unloaded``: ids of its records that did not load,
+    with why); raise ``SeveralModels`` when no single model is picked."""
     models = models_of(predictions)
     if model is None and len(models) > 1:
         counts = {m: sum(p.model_name_or_path == m for p in predictions) for m in models}
@@ -59,25 +69,18 @@ def match(
         raise ConfigError(f"--model {model!r}: no prediction of that model in {file} (models: {', '.join(models)})")
     out = Matched(model=model or (models[0] if models else ""))
     known = {t.task_id for t in tasks}
-    first: dict[str, int] = {}
-    for p in predictions:
-        if p.model_name_or_path != out.model:
-            continue
-        if p.instance_id not in known:
-            out.errors.append(
-                InputError(
-                    file=file, line=p.line, key="instance_id", instance_id=p.instance_id,
-                    problem=f"{p.instance_id!r} is not a task of {suite}",
-                )
-            )
-        elif p.instance_id in first:
-            out.errors.append(
-                InputError(
-                    file=file, line=p.line, key="instance_id", instance_id=p.instance_id,
-                    problem=f"duplicate {p.instance_id!r} (first on line {first[p.instance_id]}, which is graded)",
-                )
-            )
+    unloaded = {tid: why for tid, why in (unloaded or {}).items() if tid not in known}
+    mine = [p for p in predictions if p.model_name_or_path == out.model]
+    last = {p.instance_id: i for i, p in enumerate(mine)}  # the harness keeps the last prediction of an id
+    for i, p in enumerate(mine):
+        if p.instance_id not in known and p.instance_id not in unloaded:
+            problem = f"{p.instance_id!r} is not a task of {suite}"
+        elif i != last[p.instance_id]:
+            graded = mine[last[p.instance_id]].line
+            problem = f"duplicate {p.instance_id!r}: the one on line {graded} is graded (the harness keeps the last)"
         else:
-            first[p.instance_id] = p.line
-            (out.empty if p.empty else out.graded)[p.instance_id] = p
+            bucket = out.unloaded if p.instance_id in unloaded else out.empty if p.empty else out.blank if p.blank else out.graded
+            bucket[p.instance_id] = p
+            continue
+        out.errors.append(InputError(file=file, line=p.line, key="instance_id", instance_id=p.instance_id, problem=problem))
     return out

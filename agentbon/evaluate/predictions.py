@@ -39,7 +39,13 @@ class Prediction(BaseModel):
 
     @property
     def empty(self) -> bool:
-        return not self.model_patch.strip()
+        """No patch at all (``""`` or ``null``): the harness's empty-patch instance, not graded."""
+        return self.model_patch == ""
+
+    @property
+    def blank(self) -> bool:
+        """Whitespace only: the harness tries to apply it, every way fails, and it is an error instance."""
+        return not self.empty and not self.model_patch.strip()
 
 
 class InputError(BaseModel):

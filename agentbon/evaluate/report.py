@@ -1,11 +1,14 @@
-"""``eval_report.json``: the SWE-bench harness's summary shape, plus agentbon's verdict per instance.
+"""``eval_report.json``: the SWE-bench harness's report, key for key, plus agentbon's verdict per instance.
 
-Summary keys and their meaning are those of ``swebench.harness.reporting.make_run_report``: ``submitted``
-= every valid prediction; ``completed`` = graded (resolved or not: a patch that does not apply is a graded
-failure, as in the harness); ``empty_patch`` = not graded; ``error`` = could not be graded (an infrastructure
-failure left after retries, or a task whose tests cannot decide), run the same command again to retry;
-``incomplete`` = tasks of the suite with no prediction. Entries that are not predictions (bad lines, unknown
-or duplicate ids) are listed under ``input_errors``, apart from every count.
+The summary keys, their meaning and their buckets are those of ``swebench.harness.reporting.make_run_report``
+(docs/swebench.md, "agentbon eval"): ``submitted`` = every prediction counted; ``completed`` = graded to a
+resolved or unresolved test result; ``empty_patch`` = no patch, not graded; ``error`` = no test result: a patch
+that applies no way, a test run past the timeout, a whitespace-only patch, a task that did not load, or what
+agentbon could not grade (an infrastructure failure left after retries: the same command retries it);
+``incomplete`` = tasks of the suite with no prediction; ``infra_failure`` / ``ambiguous_failure`` and
+``failure_reasons`` = the harness's advisory triage (``infra_failure.classify_text``) of the unresolved and error
+instances' logs. Entries that are not predictions (bad lines, unknown ids, earlier duplicates) are listed under
+``input_errors``, apart from every count.
 """
 
 from __future__ import annotations
@@ -18,11 +21,15 @@ from pydantic import BaseModel, Field
 
 from agentbon.evaluate.match import Matched
 from agentbon.evaluate.predictions import InputError
+from agentbon.files import write_atomic
 from agentbon.store import RunStore
 from agentbon.types import Flag, Task, TestOutcome, Verdict
 
 REPORT = "eval_report.json"
 Outcome = Literal["resolved", "unresolved", "empty_patch", "error"]
+ErrorKind = Literal["", "patch_apply", "timeout", "blank_patch", "task_not_loaded", "undecided", "infra", "not_graded"]
+RETRIED: frozenset[str] = frozenset({"infra", "not_graded"})
+"""Error kinds that running the same command again grades (the others are final, as in the harness)."""
 
 
 class InstanceResult(BaseModel):
@@ -30,10 +37,13 @@ class InstanceResult(BaseModel):
 
     instance_id: str
     outcome: Outcome
+    error: ErrorKind = ""
+    """Why an ``error`` instance has no test result ('' for the others)."""
     verdict: str | None = None
     """The grade verdict's status (``pass``/``fail``/``undecided``/``infra_error``); None when not graded."""
     reason: str = ""
     patch_applied: bool | None = None
+    timed_out: bool = False
     tampered: list[str] = Field(default_factory=list)
     """Test, conftest or runner-config files the patch touched (undone before grading): a flag to look at."""
     flags: list[Flag] = Field(default_factory=list)
@@ -47,11 +57,21 @@ class InstanceResult(BaseModel):
     """The prediction's line in the predictions file."""
 
 
-def outcome_of(verdict: Verdict | None) -> Outcome:
-    """``resolved`` / ``unresolved`` from a pass / fail grade; ``error`` for anything that did not decide."""
-    if verdict is None or verdict.status in ("infra_error", "undecided"):
-        return "error"
-    return "resolved" if verdict.status == "pass" else "unresolved"
+def bucket(verdict: Verdict | None) -> tuple[Outcome, ErrorKind]:
+    """The harness's bucket of a graded prediction: a test result (resolved or not), or an error and its kind.
+
+    The harness writes a report (``completed``) only when the patch applied and the tests ran to the end; a patch
+    that applies no way and a test run past the timeout raise before it, and so are ``error``.
+    """
+    if verdict is None:
+        return "error", "not_graded"
+    if verdict.status in ("infra_error", "undecided"):
+        return "error", "infra" if verdict.status == "infra_error" else "undecided"
+    if not verdict.patch_applied:
+        return "error", "patch_apply"
+    if verdict.timed_out:
+        return "error", "timeout"
+    return ("resolved", "") if verdict.status == "pass" else ("unresolved", "")
 
 
 def flags_of(verdict: Verdict) -> list[Flag]:
@@ -62,37 +82,58 @@ def flags_of(verdict: Verdict) -> list[Flag]:
     return flags
 
 
-def instance_results(store: RunStore, matched: Matched) -> dict[str, InstanceResult]:
+BLANK = "the patch is whitespace only: no way applies it (the harness: an error instance)"
+NOT_GRADED = "not graded (interrupted or stopped before its verification)"
+
+
+def instance_results(
+    store: RunStore, matched: Matched, unloaded: dict[str, str] | None = None
+) -> dict[str, InstanceResult]:
     """Every submitted instance's result, by id, read from the store's grade verdicts."""
     grades = store.verdicts("grade") if store.path.exists() else {}
     out: dict[str, InstanceResult] = {}
     for tid, p in sorted(matched.submitted.items()):
         if tid in matched.empty:
-            out[tid] = InstanceResult(
-                instance_id=tid, outcome="empty_patch", reason="empty patch: not graded", line=p.line
-            )
-            continue
-        v = grades.get(f"{tid}/0")
-        out[tid] = InstanceResult(
-            instance_id=tid,
-            outcome=outcome_of(v),
-            line=p.line,
-            rollout_id=f"{tid}/0",
-            **(
-                dict(
-                    verdict=v.status,
-                    reason=v.reason,
-                    patch_applied=v.patch_applied,
-                    tampered=v.tampered,
-                    flags=flags_of(v),
-                    tests=v.tests,
-                    patch_hash=v.patch_hash,
-                    duration_s=v.duration_s,
-                )
-                if v is not None
-                else dict(reason="not graded (interrupted or stopped before its verification)")
-            ),
+            out[tid] = InstanceResult(instance_id=tid, outcome="empty_patch", reason="empty patch: not graded", line=p.line)
+        elif tid in matched.blank:
+            out[tid] = InstanceResult(instance_id=tid, outcome="error", error="blank_patch", reason=BLANK, line=p.line)
+        elif tid in matched.unloaded:
+            why = f"the task did not load: {(unloaded or {}).get(tid, 'see the task errors')}"
+            out[tid] = InstanceResult(instance_id=tid, outcome="error", error="task_not_loaded", reason=why, line=p.line)
+        else:
+            out[tid] = _graded(tid, p.line, grades.get(f"{tid}/0"))
+    return out
+
+
+def _graded(tid: str, line: int, v: Verdict | None) -> InstanceResult:
+    outcome, error = bucket(v)
+    base = InstanceResult(instance_id=tid, outcome=outcome, error=error, line=line, rollout_id=f"{tid}/0")
+    if v is None:
+        return base.model_copy(update={"reason": NOT_GRADED})
+    return base.model_copy(
+        update=dict(
+            verdict=v.status, reason=v.reason, patch_applied=v.patch_applied, timed_out=v.timed_out,
+            tampered=v.tampered, flags=flags_of(v), tests=v.tests, patch_hash=v.patch_hash, duration_s=v.duration_s,
         )
+    )  # fmt: skip
+
+
+def triage(results: dict[str, InstanceResult], grades: dict[str, Verdict]) -> dict[str, tuple[str, str]]:
+    """The harness's advisory triage (reason, tier) of each unresolved or error instance that has a log.
+
+    The harness classifies its test output and instance log; agentbon the log its verdict keeps (the tail of the
+    test output, with the harness's timeout line; the apply attempts' output) and, for what it could not grade,
+    the reason."""
+    from agentbon.verify.harness import triage as classify
+
+    out = {}
+    for tid, r in results.items():
+        v = grades.get(r.rollout_id)
+        if r.outcome not in ("unresolved", "error") or v is None:
+            continue
+        found = classify(v.log + (f"\n{v.reason}" if r.error in ("infra", "undecided") else ""))
+        if found:
+            out[tid] = found
     return out
 
 
@@ -106,37 +147,49 @@ def flagged_ids(results: dict[str, InstanceResult]) -> dict[str, list[str]]:
 
 
 def build_report(
-    store: RunStore, matched: Matched, tasks: list[Task], input_errors: list[InputError], predictions_file: str
+    store: RunStore, matched: Matched, tasks: list[Task], input_errors: list[InputError], predictions_file: str,
+    unloaded: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The report as a dict: harness summary keys first, then agentbon's own."""
-    results = instance_results(store, matched)
+    """The report as a dict: the harness's keys first, in its order, then agentbon's own.
+
+    ``unloaded``: the suite's records that did not load (id → why): part of the dataset, as for the harness.
+    """
+    results = instance_results(store, matched, unloaded)
     ids: dict[Outcome, list[str]] = {"resolved": [], "unresolved": [], "empty_patch": [], "error": []}
     for tid, r in results.items():
         ids[r.outcome].append(tid)
+    grades = store.verdicts("grade") if store.path.exists() else {}
+    triaged = triage(results, grades)
+    tiers = {tier: sorted(t for t, (_, tr) in triaged.items() if tr == tier) for tier in ("environment", "ambiguous")}
+    dataset = {t.task_id for t in tasks} | set(unloaded or {})
     completed = sorted(ids["resolved"] + ids["unresolved"])
-    incomplete = sorted({t.task_id for t in tasks} - set(results))
     return {
-        "total_instances": len(tasks),
+        "total_instances": len(dataset),
         "submitted_instances": len(results),
         "completed_instances": len(completed),
         "resolved_instances": len(ids["resolved"]),
         "unresolved_instances": len(ids["unresolved"]),
+        "infra_failure_instances": len(tiers["environment"]),
+        "ambiguous_failure_instances": len(tiers["ambiguous"]),
         "empty_patch_instances": len(ids["empty_patch"]),
         "error_instances": len(ids["error"]),
         "completed_ids": completed,
-        "incomplete_ids": incomplete,
+        "incomplete_ids": sorted(dataset - set(results)),
         "empty_patch_ids": sorted(ids["empty_patch"]),
         "submitted_ids": sorted(results),
         "resolved_ids": sorted(ids["resolved"]),
         "unresolved_ids": sorted(ids["unresolved"]),
+        "infra_failure_ids": tiers["environment"],
+        "ambiguous_failure_ids": tiers["ambiguous"],
+        "failure_reasons": {tid: reason for tid, (reason, _) in sorted(triaged.items())},
         "error_ids": sorted(ids["error"]),
-        "failure_reasons": {tid: results[tid].reason for tid in sorted(ids["error"])},
-        "flagged_ids": flagged_ids(results),
         "schema_version": 2,
         "run_id": store.run_id,
         "model_name_or_path": matched.model,
         "predictions": predictions_file,
         "grader": "agentbon",
+        "retry_ids": sorted(tid for tid, r in results.items() if r.error in RETRIED),
+        "flagged_ids": flagged_ids(results),
         "input_errors": [e.model_dump(mode="json") for e in input_errors],
         "instances": {tid: r.model_dump(mode="json", exclude={"instance_id"}) for tid, r in results.items()},
     }
@@ -145,8 +198,4 @@ def build_report(
 def write_report(store: RunStore, report: dict[str, Any]) -> Path:
     """Write ``eval_report.json`` in the run directory; return its path."""
     store.path.mkdir(parents=True, exist_ok=True)
-    path = store.path / REPORT
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n")
-    tmp.replace(path)
-    return path
+    return write_atomic(store.path / REPORT, json.dumps(report, indent=2) + "\n")

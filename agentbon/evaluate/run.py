@@ -21,7 +21,7 @@ from agentbon.evaluate.report import build_report, write_report
 from agentbon.evaluate.seed import Seeder, conflicts
 from agentbon.evaluate.service import eval_factories
 from agentbon.store import RunStore
-from agentbon.types import Task, patch_hash
+from agentbon.types import Task, TaskLoadError, patch_hash
 
 EXIT_OK, EXIT_INPUT, EXIT_NOT_GRADED, EXIT_INTERRUPTED = 0, 2, 3, 130
 
@@ -46,21 +46,37 @@ class EvalResult:
 
     @property
     def exit_code(self) -> int:
-        """130 interrupted; 3 some predictions not graded (infra: run again); 2 bad input entries; else 0."""
+        """130 interrupted; 3 some predictions not graded (infra: run again); 2 bad input entries or predictions
+        for tasks that did not load; else 0 (error instances the harness would also call errors included)."""
         if self.interrupted:
             return EXIT_INTERRUPTED
-        if self.report["error_ids"] or (self.batch is not None and self.batch.aborted):
+        if self.report["retry_ids"] or (self.batch is not None and self.batch.aborted):
             return EXIT_NOT_GRADED
-        return EXIT_INPUT if self.input_errors else EXIT_OK
+        unloaded = any(e["error"] == "task_not_loaded" for e in self.report["instances"].values())
+        return EXIT_INPUT if self.input_errors or unloaded else EXIT_OK
 
 
-def eval_config(config: RunConfig, model: str) -> RunConfig:
-    """The run config of an eval: one rollout per task (the prediction), the model named, cheap selection."""
-    select, update = config.select, {}
+HARNESS_TEST_TIMEOUT_S = 1800.0
+"""The harness's ``--timeout`` default (``swebench.harness.run_evaluation``): seconds one instance's tests may run."""
+
+
+def eval_config(config: RunConfig, model: str, tasks: list[Task] | None = None) -> RunConfig:
+    """The run config of an eval: one rollout per task (the prediction), the model named, cheap selection.
+
+    A suite of SWE-bench instances is graded under the harness's limits unless the config sets them: tests may run
+    ``HARNESS_TEST_TIMEOUT_S`` (``verify.timeout_s``) and the container has no CPU cap (``sandbox.cpus``), as the
+    harness's containers have none: a slow instance the harness resolves is resolved here too.
+    """
+    select, update = config.select, dict[str, Any]()
     if "selectors" not in select.model_fields_set:  # one candidate per task: nothing to select between
         select = select.model_copy(update={"selectors": ["oracle"]})
     if "ray_niceness" not in config.model_fields_set:  # no model server shares the CPUs
         update["ray_niceness"] = 0
+    if tasks and all(t.kind == "swebench" for t in tasks):
+        if "timeout_s" not in config.verify.model_fields_set:
+            update["verify"] = config.verify.model_copy(update={"timeout_s": HARNESS_TEST_TIMEOUT_S})
+        if "cpus" not in config.sandbox.model_fields_set:
+            update["sandbox"] = config.sandbox.model_copy(update={"cpus": None})
     return config.model_copy(
         update={
             "n": 1, "early_stop": False, "select": select, "model": config.model.model_copy(update={"name": model}),
@@ -82,30 +98,33 @@ def eval_run_id(suite: str, model: str, matched: Matched, tasks: list[Task] | No
 
 
 def prepare(
-    predictions_file: str | Path, tasks: list[Task], *, model: str | None = None, suite: str = "the suite"
+    predictions_file: str | Path, tasks: list[Task], *, model: str | None = None, suite: str = "the suite",
+    unloaded: dict[str, str] | None = None,
 ) -> tuple[Matched, list[InputError]]:
     """Read and match the predictions: what to grade, and an error per entry that is not graded."""
     file = str(predictions_file)
     predictions, errors = read_predictions(file)
-    matched = match(predictions, tasks, file, model=model, suite=suite)
+    matched = match(predictions, tasks, file, model=model, suite=suite, unloaded=unloaded)
     return matched, errors + matched.errors
 
 
 def evaluate(
     tasks: list[Task], predictions_file: str | Path, config: RunConfig, *, suite: str = "suite",
-    model: str | None = None, factories: Any = None, emit: Any = None,
+    model: str | None = None, factories: Any = None, emit: Any = None, unloaded: dict[str, str] | None = None,
 ) -> EvalResult:
     """Grade every prediction of ``predictions_file`` against the suite's ``tasks``; write ``eval_report.json``.
 
-    Raises ``ConfigError`` (``PredictionsFileError``, ``SeveralModels``, ``PreflightError``) with nothing graded.
+    ``unloaded``: the suite's records that did not load (id → why; ``unloaded_tasks``): counted in the dataset,
+    and a prediction for one is an error instance. Raises ``ConfigError`` (``PredictionsFileError``,
+    ``SeveralModels``, ``PreflightError``) with nothing graded.
     """
     from agentbon.orchestrate import run_batch
     from agentbon.orchestrate.plan import ROLES, roles_missing
     from agentbon.orchestrate.resume import earlier_run
 
     file = str(predictions_file)
-    matched, input_errors = prepare(file, tasks, model=model, suite=suite)
-    config = eval_config(config, matched.model)
+    matched, input_errors = prepare(file, tasks, model=model, suite=suite, unloaded=unloaded)
+    config = eval_config(config, matched.model, tasks)
     run_id = config.run_id or earlier_run(
         config.run_dir, eval_run_id(suite, matched.model, matched, tasks),
         eval_run_id(suite, matched.model, matched, None), [t for t in tasks if t.task_id in matched.graded],
@@ -131,6 +150,16 @@ def evaluate(
             graded_tasks, config, suite=suite, factories=eval_factories(factories), emit=emit, before_drive=seeder
         )
         result.recorded = seeder.written
-    result.report = build_report(store, matched, tasks, input_errors, file)
+    result.report = build_report(store, matched, tasks, input_errors, file, unloaded)
     result.report_path = write_report(store, result.report)
     return result
+
+
+def unloaded_tasks(errors: list[TaskLoadError], tasks: list[Task]) -> dict[str, str]:
+    """The suite's records that did not load, id → the first problem (records without an id are left out)."""
+    loaded = {t.task_id for t in tasks}
+    out: dict[str, str] = {}
+    for e in errors:
+        if e.task_id and e.task_id not in loaded:
+            out.setdefault(e.task_id, str(e))
+    return out

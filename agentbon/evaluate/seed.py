@@ -1,7 +1,7 @@
 """Predictions as finished rollouts: written into the run store before the driver plans, so that it verifies them.
 
 A prediction becomes rollout 0 of its task, ``submitted`` with ``exit_status="Prediction"`` and the patch as
-given, with an ``undecided`` evidence verdict beside it: eval grades, it selects nothing, so only the grade
+given (recorded in the event log only: the patch is stored once), with an ``undecided`` evidence verdict beside it: eval grades, it selects nothing, so only the grade
 runs (the task itself is left as it is, so the guard protects the same files as in ``agentbon run``). The planner never runs a finished rollout again and verifies only what lacks a verdict, so a second
 invocation on the same run grades only what is left (resume). A prediction whose patch differs from the one
 already recorded for its task in that run is refused: its old verdict would be reported for a new patch.
@@ -81,7 +81,9 @@ class Seeder:
             rollout = recorded.get(f"{tid}/0")
             if rollout is None or rollout.status in ("infra_error", "cancelled"):
                 rollout = prediction_rollout(self.run_id, p)
-                store.save_rollout(rollout)
+                # The event alone (the run's source of truth), no patch.diff or rollout.json beside it: each patch
+                # is stored once in the run directory (a large predictions file would otherwise triple there).
+                store.append("rollout", rollout)
                 self.written.append(tid)
             if rollout.rollout_id not in evidence:
                 store.save_verdict(evidence_verdict(rollout))

@@ -20,6 +20,8 @@ def _flags(entry: dict[str, Any]) -> str:
     flags += [kind for kind in kinds if not (kind == "tampered" and entry.get("tampered"))]  # said above, with paths
     if entry.get("patch_applied") is False:
         flags.append("patch did not apply")
+    if entry.get("timed_out"):
+        flags.append("timed out")
     return "; ".join(flags)
 
 

@@ -154,6 +154,8 @@ def _resolve(repo: git.Repo, ref: str) -> str | None:
 
 
 def _skip_reason(w: Winner, resolved_only: bool, omit: bool = False) -> str | None:
+    if w.left_out:
+        return f"selection failed on infrastructure ({w.left_out}); run the same command to select it"
     if w.rollout is None:
         return "no winner"
     if not w.patch.strip():

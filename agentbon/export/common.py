@@ -28,6 +28,9 @@ class Winner:
     """Files whose changes grading undid before the tests ran: the patch ships them, the grade never saw them."""
     blocking: list[str] = field(default_factory=list)
     """Flag kinds outside the run's ``select.allow_flags`` (what ``export.flagged: omit`` leaves a winner out for)."""
+    left_out: str = ""
+    """Why the task has no winner to export yet: its latest selection failed on infrastructure (``RunData.left_out``;
+    never exported as an empty patch, selected again on resume)."""
 
     @property
     def patch(self) -> str:
@@ -49,10 +52,15 @@ def pick_selector(data: RunData, name: str | None) -> str:
 
 
 def winners(data: RunData, selector: str) -> list[Winner]:
-    """Every task of the run, in order, with ``selector``'s winner."""
+    """Every task of the run, in order, with ``selector``'s winner (``left_out`` set where its selection failed on
+    infrastructure)."""
     chosen = data.selections.get(selector, {})
+    left_out = data.left_out.get(selector, {})
     out = []
     for task_id in data.task_ids:
+        if task_id in left_out:
+            out.append(Winner(task_id, None, None, None, left_out=left_out[task_id]))
+            continue
         selection = chosen.get(task_id)
         rollout = data.rollouts.get(selection.winner) if selection and selection.winner else None
         grade = data.grades.get(rollout.rollout_id) if rollout else None

@@ -3,8 +3,9 @@
 Each line is ``{"instance_id", "model_name_or_path", "model_patch"}``, the format
 ``python -m swebench.harness.run_evaluation --predictions_path FILE`` reads. Task ids of SWE-bench
 suites are the instance ids. A task without a winner gets an empty patch (the harness counts it as
-an empty-patch instance); rollouts that are not samples (infra error, cancelled) are left out of
-the per-index files.
+an empty-patch instance), unless its selection failed on infrastructure: then it has no line (the harness
+counts it as not submitted) until a resume selects it. Rollouts that are not samples (infra error,
+cancelled) are left out of the per-index files.
 
 A flagged candidate (docs/security.md, Flags) gets two more keys, which the harness ignores:
 ``agentbon_flags`` (kind, detail, paths of each flag) and ``agentbon_undone`` (files whose changes
@@ -58,7 +59,9 @@ def export_swebench(
     label = model_label(data, name)
     selected = out_dir / f"predictions.{re.sub(r'[^A-Za-z0-9._-]+', '-', name)}.jsonl"
     lines = [
-        _line(w.task_id, label, w.patch, w.flags, w.undone, omit and bool(w.blocking)) for w in winners(data, name)
+        _line(w.task_id, label, w.patch, w.flags, w.undone, omit and bool(w.blocking))
+        for w in winners(data, name)
+        if not w.left_out
     ]
     write_atomic(selected, "".join(line + "\n" for line in lines))
     files[name] = selected

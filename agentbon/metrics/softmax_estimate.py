@@ -38,9 +38,11 @@ TINY = np.finfo(np.float64).tiny
 
 
 @dataclass(frozen=True)
-class SoftEstimate:
+class SampledEstimate:
+    """A selector's selected@k estimated without bias (soft-bon here, majority in metrics/majority_estimate.py)."""
+
     values: np.ndarray
-    """Per task and k, an unbiased estimate of softmax selected@k (0 for a task with no sample)."""
+    """Per task and k, an unbiased estimate of selected@k (0 for a task with no sample)."""
     se: np.ndarray
     """Per k, the Monte Carlo standard error of the mean of ``values`` over the tasks with a sample."""
     draws: int
@@ -100,7 +102,7 @@ def _variances(g: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def softmax_selected_at_k_estimate(
     logits: np.ndarray, correct: np.ndarray, k: Ks, valid: np.ndarray | None = None, draws: int = 1, seed: int = 0
-) -> SoftEstimate:
+) -> SampledEstimate:
     """Unbiased per-task estimates of :func:`~agentbon.metrics.softmax_selected_at_k` (same arguments, 2-D).
 
     ``draws`` draws of each kind per task (at least 1); the blend per k is set by a pilot on at most
@@ -113,7 +115,7 @@ def softmax_selected_at_k_estimate(
     pilot_rng, main_rng = (np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(2))
     sampled = np.flatnonzero(v2.any(axis=1))
     if sampled.size == 0:
-        return SoftEstimate(np.zeros((s2.shape[0], ks.size)), np.zeros(ks.size), draws)
+        return SampledEstimate(np.zeros((s2.shape[0], ks.size)), np.zeros(ks.size), draws)
     pilot = np.sort(pilot_rng.choice(sampled, size=min(PILOT_ROWS, sampled.size), replace=False))
     var_g, var_p = (v.mean(axis=0) for v in _variances(*_draws(s2[pilot], y2[pilot], v2[pilot], ks, pilot_rng, PILOT_DRAWS)))
     total = var_g + var_p
@@ -126,4 +128,4 @@ def softmax_selected_at_k_estimate(
     else:
         per_row = alpha**2 * var_g + (1 - alpha) ** 2 * var_p  # the pilot's, for the same blend
     se = np.sqrt(per_row / draws / sampled.size)
-    return SoftEstimate(values, se, draws)
+    return SampledEstimate(values, se, draws)

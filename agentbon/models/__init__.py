@@ -38,12 +38,12 @@ ENDPOINT_TOP_P = 0.95
 """``model.top_p`` for an endpoint you give where the config sets neither ``top_p`` nor ``top_k``."""
 
 
-def resolve_model(config: ModelConfig) -> ModelConfig:
+def resolve_model(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> ModelConfig:
     """The model config made concrete. With an endpoint: ``top_p`` ``ENDPOINT_TOP_P`` where no truncation is set.
-    Where agentbon launches the server: ``launcher: auto`` becomes ``vllm-actors`` on a GPU host with vLLM's GPU
-    build and a model for it, else ``vllm`` where vLLM (its CPU build) and a model for it are installed, else
-    ``llama-cpp``; ``top_k`` becomes ``LOCAL_TOP_K`` where no truncation is set (both servers take
-    it, and vLLM's CPU build samples faster with it than with top-p)."""
+    Where agentbon launches the server: ``launcher: auto`` becomes what ``choice.choose`` picks for this machine
+    (engine actors on a GPU host with vLLM's GPU build, else vLLM's CPU build or llama.cpp by the CPU's flags or a
+    calibration: docs/models.md, "Which server, and in what format"); ``top_k`` becomes ``LOCAL_TOP_K`` where no
+    truncation is set (both servers take it, and vLLM's CPU build samples faster with it than with top-p)."""
     update: dict[str, Any] = {}
     untruncated = config.top_p is None and config.top_k is None
     if config.urls():
@@ -51,12 +51,9 @@ def resolve_model(config: ModelConfig) -> ModelConfig:
             update["top_p"] = ENDPOINT_TOP_P
     else:
         if config.launcher == "auto":
-            from agentbon.models.vllm_server import gpu_vllm_available, vllm_available
+            from agentbon.models.choice import choose
 
-            if gpu_vllm_available(config):  # a GPU host: engines on the GPUs (docs/models.md, "GPUs")
-                update["launcher"] = "vllm-actors"
-            else:
-                update["launcher"] = "vllm" if vllm_available(config) else "llama-cpp"
+            update["launcher"] = choose(config, log=log).launcher
         if untruncated:
             update["top_k"] = LOCAL_TOP_K
     return config.model_copy(update=update) if update else config

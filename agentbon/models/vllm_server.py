@@ -19,21 +19,29 @@ import httpx
 
 from agentbon.config import ModelConfig
 from agentbon.errors import ConfigError, MissingExtra
+from agentbon.models.cpu import SHARED_CORES, VllmFormat, this_cpu, vllm_format
 from agentbon.models.server import LOOPBACK, LocalServer, free_port
 from agentbon.models.weights import QWEN_CODER_1_5B, models_dir
 
-DEFAULT_HF_DIR = QWEN_CODER_1_5B.filename.removesuffix(".gguf") + "-w8a8"
-"""Where ``scripts/setup_vllm_cpu.sh`` writes the default model converted from GGUF (under the models dir): int8
-linear layers (``gguf_to_hf.py``: on vLLM's CPU build 12% more tokens/s than bf16 with 16 requests in flight, 31.0
-against 23.2 completion tokens/s over the demo batch at N=8, and 1.3 GB less memory)."""
+GPU_FORMAT = VllmFormat(weights="w8a8", dtype="bfloat16", reason="vLLM's GPU int8 kernels")
+
+
+def default_format(gpu: bool = False) -> VllmFormat:
+    """The format of the default model for vLLM here: int8 linear layers on GPUs, else what this CPU runs fastest
+    (``cpu.vllm_format``; docs/models.md, "Which server, and in what format")."""
+    return GPU_FORMAT if gpu else vllm_format(this_cpu())
+
+
+def default_hf_dir(gpu: bool = False) -> Path:
+    """Where ``scripts/setup.sh`` writes the default model converted from GGUF for vLLM, in ``default_format``'s
+    weights: ``<models dir>/qwen2.5-coder-1.5b-instruct-q4_k_m-<w8a8|bf16>``."""
+    return models_dir() / (QWEN_CODER_1_5B.filename.removesuffix(".gguf") + f"-{default_format(gpu).weights}")
 
 VENV_PYTHON = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
 """The interpreter of the venv ``scripts/setup_vllm_cpu.sh`` makes beside the source tree."""
 
 # KV cache of 2 GiB and every core for the CPU engine; ignored by a GPU build.
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
-SHARED_CORES = 4
-"""Machines with this many cores or fewer share them between the CPU engine and the sandboxes and verifiers."""
 
 
 def cpu_env(threads: int = 0, cores: int | None = None) -> dict[str, str]:
@@ -75,7 +83,7 @@ def vllm_available(config: ModelConfig) -> bool:
         return False
     if config.path:
         return not config.path.endswith(".gguf")
-    return (models_dir() / DEFAULT_HF_DIR).is_dir()
+    return (default_hf_dir() / "config.json").is_file()
 
 
 def gpu_count() -> int:
@@ -94,7 +102,7 @@ def gpu_vllm_available(config: ModelConfig) -> bool:
         return False
     if config.path:
         return not config.path.endswith(".gguf")
-    return (models_dir() / DEFAULT_HF_DIR / "config.json").is_file()
+    return (default_hf_dir(gpu=True) / "config.json").is_file()
 
 
 def cpu_build(python: str) -> bool:
@@ -105,11 +113,14 @@ def cpu_build(python: str) -> bool:
 
 def vllm_command(
     python: str, model: str, *, port: int, name: str, ctx: int, cpu: bool = False, host: str = LOOPBACK,
-    api_key: str | None = None,
+    api_key: str | None = None, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.9,
+    dtype: str | None = None,
 ) -> list[str]:  # fmt: skip
     """The command line that serves ``model`` (an HF directory or hub id) on ``host``:``port``, requiring
-    ``api_key`` on its ``/v1`` routes where given.
+    ``api_key`` on its ``/v1`` routes where given, over ``tensor_parallel_size`` GPUs taking
+    ``gpu_memory_utilization`` of each (``model.*``: passed as given, never dropped).
 
+    ``dtype``: what vLLM computes in (``float32`` on CPUs without bf16 arithmetic; None: the model's own).
     ``cpu``: eager execution. On 2 CPU cores torch.compile's warm-up (plus a profiling pass over a whole token
     budget) made the server ready after 122-134 s (196 s inside a demo run), eager after 33-62 s (48-63 s inside
     a demo run), and eager decoded as fast: 59.5 against 58-61 tokens/s with 16 requests in flight.
@@ -122,12 +133,15 @@ def vllm_command(
         *(["--api-key", api_key] if api_key else []),
         "--port", str(port),
         "--max-model-len", str(ctx),
+        "--tensor-parallel-size", str(tensor_parallel_size),
+        "--gpu-memory-utilization", str(gpu_memory_utilization),
         # The CPU engine dies on seeded requests with chunked prefill unless the token budget covers whole
         # prompts (docs/models.md, "A known crash").
         "--max-num-batched-tokens", str(max(16384, ctx)),
         "--enable-prefix-caching",
         "--enable-prompt-tokens-details",
         *(["--enforce-eager"] if cpu else []),
+        *(["--dtype", dtype] if dtype else []),
     ]  # fmt: skip
 
 
@@ -142,14 +156,17 @@ def vllm_server(
 ) -> LocalServer:
     """A (not yet started) vLLM server for ``config.path`` or the default model converted for vLLM."""
     python = vllm_python()
-    model = config.path or str(models_dir() / DEFAULT_HF_DIR)
+    model = config.path or str(default_hf_dir())
     if not config.path and not Path(model).is_dir():
         raise ConfigError(f"model.path: no model given and {model} does not exist (bash scripts/setup_vllm_cpu.sh)")
     port = port or free_port(host)
     cpu = cpu_build(python)
+    dtype = default_format().dtype if cpu else None
     command = vllm_command(
-        python, model, port=port, name=config.name, ctx=config.ctx, cpu=cpu, host=host, api_key=api_key
-    )
+        python, model, port=port, name=config.name, ctx=config.ctx, cpu=cpu, host=host, api_key=api_key,
+        tensor_parallel_size=config.tensor_parallel_size, gpu_memory_utilization=config.gpu_memory_utilization,
+        dtype=dtype if dtype == "float32" else None,
+    )  # fmt: skip
     env = {**(cpu_env(config.vllm_cpu_threads) if cpu else CPU_ENV), **({"HF_HUB_OFFLINE": "1"} if Path(model).is_dir() else {})}
     # Ready after ~35 s on 2 idle CPU cores (eager); a GPU build compiles, and compiling on CPU was seen taking 640 s
     # on busy cores.
@@ -158,19 +175,33 @@ def vllm_server(
     )
 
 
-def prefix_cache_stats(endpoint: str, timeout_s: float = 5.0) -> dict[str, float]:
-    """``queries`` and ``hits`` (tokens) of vLLM's prefix cache from ``/metrics``; empty where not exported."""
+def metrics(endpoint: str, counters: dict[str, str], timeout_s: float = 5.0) -> dict[str, float]:
+    """vLLM's ``/metrics`` counters (``{key: counter name}``, each summed over its labels); empty where the server
+    exports none (llama.cpp, a hosted API)."""
     base = re.sub(r"/v1/?$", "", endpoint.rstrip("/"))
     try:
         text = httpx.get(f"{base}/metrics", timeout=timeout_s, trust_env=False).text
     except httpx.HTTPError:
         return {}
     stats: dict[str, float] = {}
-    for key in ("queries", "hits"):
-        values = re.findall(rf"^vllm:prefix_cache_{key}_total(?:{{[^}}]*}})? ([0-9.eE+-]+)$", text, re.MULTILINE)
+    for key, counter in counters.items():
+        values = re.findall(rf"^{re.escape(counter)}(?:{{[^}}]*}})? ([0-9.eE+-]+)$", text, re.MULTILINE)
         if values:
             stats[key] = sum(float(v) for v in values)
     return stats
+
+
+def prefix_cache_stats(endpoint: str, timeout_s: float = 5.0) -> dict[str, float]:
+    """``queries`` and ``hits`` (tokens) of vLLM's prefix cache from ``/metrics``; empty where not exported."""
+    names = {key: f"vllm:prefix_cache_{key}_total" for key in ("queries", "hits")}
+    return metrics(endpoint, names, timeout_s)
+
+
+def generated_tokens(endpoint: str, timeout_s: float = 2.0) -> int | None:
+    """Completion tokens the server has generated since it started (``vllm:generation_tokens_total``), counted
+    while requests are still running; None where not exported."""
+    found = metrics(endpoint, {"generated": "vllm:generation_tokens_total"}, timeout_s)
+    return int(found["generated"]) if "generated" in found else None
 
 
 def cache_share(base: dict[str, float], now: dict[str, float]) -> tuple[float, float] | None:

@@ -13,7 +13,17 @@ from agentbon.config import RunConfig
 from agentbon.orchestrate.cluster import connect, reap_everywhere, settle
 from agentbon.orchestrate.driver import Driver
 from agentbon.orchestrate.early_stop import Saved, add
-from agentbon.orchestrate.events import Display, EarlyStop, End, ModelStats, PlanMade, Recorder, Start, Warning
+from agentbon.orchestrate.events import (
+    Display,
+    EarlyStop,
+    End,
+    LauncherChosen,
+    ModelStats,
+    PlanMade,
+    Recorder,
+    Start,
+    Warning,
+)
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.plan import ROLES, plan_run
 from agentbon.orchestrate.resume import check_resumable, check_task_changes, resolve_run_id
@@ -56,19 +66,26 @@ class InfraLeft:
     """Rollouts whose final record is ``infra_error``, by error kind."""
     verdicts: dict[str, int] = field(default_factory=dict)
     """Verifications (rollout and role) whose final verdict is ``infra_error``, by error kind."""
+    tasks: dict[str, int] = field(default_factory=dict)
+    """Tasks whose environment could not be prepared (their rollouts not run), by error kind."""
+    selections: dict[str, int] = field(default_factory=dict)
+    """Selections (task and selector) that failed on infrastructure, by error kind."""
 
     @property
     def total(self) -> int:
-        return sum(self.rollouts.values()) + sum(self.verdicts.values())
+        return sum(sum(counts.values()) for counts in (self.rollouts, self.verdicts, self.tasks, self.selections))
 
     def describe(self) -> str:
         """``3 rollouts (SandboxGone 2, ServerFailure 1), 1 verification (EngineUnavailable 1)``."""
         parts = []
-        for what, counts in (("rollout", self.rollouts), ("verification", self.verdicts)):
+        for one, many, counts in (
+            ("rollout", "rollouts", self.rollouts), ("verification", "verifications", self.verdicts),
+            ("task not prepared", "tasks not prepared", self.tasks), ("selection", "selections", self.selections),
+        ):  # fmt: skip
             if counts:
                 n = sum(counts.values())
                 kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
-                parts.append(f"{n} {what}{'s' if n != 1 else ''} ({kinds})")
+                parts.append(f"{n} {one if n == 1 else many} ({kinds})")
         return ", ".join(parts)
 
 
@@ -95,7 +112,8 @@ class RunResult:
 
 
 def infra_left(store: RunStore, tasks: list[Task]) -> InfraLeft:
-    """Count what the store leaves at ``infra_error`` for these tasks (last record of each rollout and verdict)."""
+    """Count what the store leaves at ``infra_error`` for these tasks (last record of each rollout and verdict), the
+    tasks whose preparation failed last, and the selections whose latest attempt failed on infrastructure."""
     ids = {t.task_id for t in tasks}
     out = InfraLeft()
     rollouts = {rid: r for rid, r in store.rollouts().items() if r.task_id in ids}
@@ -107,6 +125,13 @@ def infra_left(store: RunStore, tasks: list[Task]) -> InfraLeft:
             if v.status == "infra_error" and rid in rollouts and rollouts[rid].status != "infra_error":
                 kind = kind_of(v.reason)[0]
                 out.verdicts[kind] = out.verdicts.get(kind, 0) + 1
+    for task_id, event in store.prepare_failures().items():
+        if task_id in ids:
+            out.tasks[event["error"]] = out.tasks.get(event["error"], 0) + 1
+    for (task_id, _), event in store.selector_failures().items():
+        if task_id in ids:
+            kind = kind_of(event["error"])[0]
+            out.selections[kind] = out.selections.get(kind, 0) + 1
     return out
 
 
@@ -124,7 +149,12 @@ def run_batch(
     config = config.model_copy(update={"run_id": run_id})
     from agentbon.models import resolve_model
 
-    config = config.model_copy(update={"model": resolve_model(config.model)})  # the store names what ran
+    # The model service decides which server it starts (and why: printed, then recorded once the store exists).
+    choose = getattr(factories.server(config.model), "choose", None)
+    note = emit or (lambda *a, **k: None)
+    choice = choose(log=lambda msg: note("note", message=msg)) if choose else None
+    model = config.model.model_copy(update={"launcher": choice.launcher}) if choice else config.model
+    config = config.model_copy(update={"model": resolve_model(model)})  # the store names what ran
     # Everything that can fail before the first rollout fails now, before the run directory exists.
     warnings = require_preflight(config, tasks, factories)
     store = RunStore(Path(config.run_dir) / run_id)
@@ -139,6 +169,8 @@ def run_batch(
         store.create(config.model_dump(mode="json"), tasks, replace=set(changes.redefined))
         if before_drive is not None:
             before_drive(store)
+        if choice is not None:
+            record(LauncherChosen(**choice.model_dump()))
         for problem in warnings:
             record(Warning(message=f"preflight: {problem}"))
         if changes.redefined:
@@ -244,7 +276,10 @@ def _drive(
             verify=len(plan.verify), skipped=sum(len(s) for s in plan.skipped.values()),
         )
     )
-    driver = Driver(tasks, config, record, factories, cluster, restart_server=service.restart)
+    driver = Driver(
+        tasks, config, record, factories, cluster, restart_server=service.restart,
+        server_tokens=getattr(service, "generated", None),
+    )  # fmt: skip
     driver.load(plan)
     driver.run()
     settle(driver.state.background)

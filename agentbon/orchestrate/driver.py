@@ -30,7 +30,7 @@ from agentbon.orchestrate import shipping, workers
 from agentbon.orchestrate.budget import TaskState
 from agentbon.orchestrate.cluster import Cluster, is_ctrl_c_handler
 from agentbon.orchestrate.early_stop import Saved
-from agentbon.orchestrate.events import Allocated, Recorder, Shipped
+from agentbon.orchestrate.events import Allocated, Recorder, ServerTokens, Shipped
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.faults import Failure, RetryBudget, classify, deadline_failure
 from agentbon.orchestrate.outcomes import RolloutStage
@@ -44,6 +44,8 @@ from agentbon.types import Role, Rollout, Task
 
 TICK_S = 0.5
 """Longest wait for a result before the driver polls the tracker and checks deadlines."""
+SERVER_POLL_S = 15.0
+"""How often the driver reads the model server's own count of generated tokens (the live rate on display)."""
 PREPARE_AHEAD = 2
 """Task environments prepared at once ahead of their rollouts."""
 
@@ -55,7 +57,7 @@ class Driver:
 
     def __init__(
         self, tasks: list[Task], config: RunConfig, record: Recorder, factories: Factories, cluster: Cluster,
-        restart_server: Callable[[], None] | None = None,
+        restart_server: Callable[[], None] | None = None, server_tokens: Callable[[], int | None] | None = None,
     ):
         store = record.store
         self.state = RunState(
@@ -71,6 +73,7 @@ class Driver:
         self.aborted: str | None = None
         """Why the driver stopped the run itself (infra errors in a row), or None."""
         self._stop_requested = False
+        self._server_tokens, self._server_polled = server_tokens, 0.0
         self.tracker = start_tracker()
         self.verify = VerifyStage(self.state, self._launch_verify, self.saved)
         self.rollouts = RolloutStage(self.state, self.verify.enqueue, restart_server)
@@ -85,7 +88,7 @@ class Driver:
         self._config_ref, self._factories_ref = ray.put(config), ray.put(factories)
         self._task_refs: dict[str, Any] = {}
         if shipping.shipping(config):  # worker nodes need not see this disk: carry what they read from it
-            parcels, manifest = shipping.pack(tasks)
+            parcels, manifest = shipping.pack(tasks, config.agent)
             self._task_refs = {task_id: ray.put(parcel) for task_id, parcel in parcels.items()}
             record(
                 Shipped(
@@ -115,7 +118,8 @@ class Driver:
                     state.cache.learn(rollout, state.verdicts[role][rollout.rollout_id])
         for rollout in plan.verify:
             self.verify.enqueue(rollout, roles_missing(rollout, state.verdicts))
-        selected = {(s.task_id, s.selector) for s in state.store.selections()}
+        # A selection whose latest attempt failed on infrastructure is not one: those tasks are selected again.
+        selected = {(s.task_id, s.selector) for s in state.store.selections()} - set(state.store.selector_failures())
         for book in state.books.values():
             book.stopped = book.task.task_id in plan.skipped or book.task.task_id in plan.stopped
             wanted = {(book.task.task_id, name) for name in state.config.select.selectors}
@@ -135,6 +139,7 @@ class Driver:
                     if self._stop_requested:
                         break
                     self.supervisor.poll()
+                    self._poll_server()
                     self._select_ready()
                     self.state.record.display("tick")
                     if self._too_many_infra_errors():
@@ -146,6 +151,18 @@ class Driver:
             self.supervisor.interrupt()
         elif self.aborted:
             self.supervisor.interrupt(reason=self.aborted)
+
+    def _poll_server(self) -> None:
+        """Every ``SERVER_POLL_S``: the server's own count of generated tokens, for the display (figures only)."""
+        if self._server_tokens is None or time.monotonic() - self._server_polled < SERVER_POLL_S:
+            return
+        self._server_polled = time.monotonic()
+        try:
+            generated = self._server_tokens()
+        except Exception:  # a figure for the display: never a reason to stop the run
+            return
+        if generated is not None:
+            self.state.record(ServerTokens(generated=generated))
 
     def _too_many_infra_errors(self) -> bool:
         """True (and ``aborted`` set) once ``infra_abort_after`` units in a row ended in infra errors."""
@@ -170,8 +187,8 @@ class Driver:
             unit = self.state.inflight.pop(ref)
             try:
                 value, failure = ray.get(ref), None
-            except Exception as e:  # Ray failures surface here: worker or node died, cancelled
-                value, failure = None, classify(e)
+            except Exception as e:  # Ray failures surface here: worker or node died, cancelled, a prepare unit's error
+                value, failure = None, classify(e, place="prepare" if unit.kind == "prepare" else "worker")
                 if unit.node_id is None:  # its start report may not have been read yet: where did it run?
                     self.supervisor.poll(also=unit)
                 if unit.cancel == "deadline":
@@ -274,7 +291,7 @@ def budget_states(
     given out but not finished is read afresh."""
     out: dict[str, TaskState] = {}
     for task_id, book in books.items():
-        if book.stopped:
+        if book.stopped or book.unprepared:
             continue
         seen = cache.get(task_id)
         if seen is None or seen[0] != book.revision:

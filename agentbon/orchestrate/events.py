@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentbon.models.choice import Choice
 from agentbon.store import RunStore
 from agentbon.types import Rollout, Selection, Verdict
 
@@ -64,9 +65,21 @@ class UnitStarted(Event):
 
 
 class Tokens(Event):
+    """Tokens the model calls finished since the last report spent: ``n`` in all, ``completion`` of them generated."""
+
     kind: ClassVar[str] = "tokens"
     persist: ClassVar[bool] = False
     n: int
+    completion: int = 0
+
+
+class ServerTokens(Event):
+    """Completion tokens the run's model server has generated so far by its own count (vLLM's ``/metrics``): the
+    live rate, before any long call has finished."""
+
+    kind: ClassVar[str] = "server_tokens"
+    persist: ClassVar[bool] = False
+    generated: int
 
 
 class Tick(Event):
@@ -87,6 +100,21 @@ class Infra(Event):
     node_id: str | None = None
     retry: bool = False
     """True when the unit runs again; False when this attempt is the last (the failure stays in the store)."""
+
+
+class PrepareFailed(Event):
+    """A task's environment could not be prepared and its retries are spent: recorded once, as the task's. Its
+    rollouts are neither run nor recorded (never the model's failures); the same command prepares it again and runs
+    them, and the run exits 3 meanwhile (docs/failure-taxonomy.md, "Task preparation")."""
+
+    kind: ClassVar[str] = "prepare_failed"
+    task_id: str
+    error: str
+    """The exception's class name (``TaskError``, ``ImageBuildError``, ``PermissionError``...)."""
+    message: str
+    attempts: int
+    rollouts: int
+    """Rollouts of the task that were waiting for it (not run)."""
 
 
 class EarlyStop(Event):
@@ -129,10 +157,15 @@ class Selected(Event):
 
 
 class SelectorError(Event):
+    """A selector failed on a task. With ``infra`` (its critic's server down, timed out or misconfigured; anything the
+    taxonomy places outside the model) the task is left out of that selector's curves and winners until a resume
+    selects it again; otherwise the selector made no choice there (docs/failure-taxonomy.md, "Selection")."""
+
     kind: ClassVar[str] = "selector_error"
     task_id: str
     selector: str
     error: str
+    infra: bool = False
 
 
 class Warning(Event):  # noqa: A001 - the event's name in the log
@@ -181,6 +214,13 @@ class End(Event):
     interrupted: bool
     wall_s: float
     aborted: str | None = None
+
+
+class LauncherChosen(Event, Choice):
+    """Which server runs the model and why (a ``models.choice.Choice``), at the start of every invocation that starts
+    one."""
+
+    kind: ClassVar[str] = "launcher"
 
 
 class ModelStats(Event):

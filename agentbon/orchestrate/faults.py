@@ -1,9 +1,12 @@
 """Which failures are infrastructure and which are the model's: the failure taxonomy, in one place.
 
 ``TAXONOMY`` is the table of docs/failure-taxonomy.md as data: every row names a failure source, the exception
-types that signal it, and the outcome. Infrastructure outcomes are retried within a bound, never counted in n,
-and run again on resume; model outcomes are counted and never retried. ``classify`` is the only function that
-decides; the driver, the workers and the report all follow what it says.
+types that signal it, the places where it applies, and the outcome. Infrastructure outcomes are retried within a
+bound, never counted in n, and run again on resume; model outcomes are counted and never retried. The place (where
+in a unit the exception was raised) is an input: the model-failure default covers only the agent's own loop, and
+whatever else is raised outside it (preparation, model construction, sandbox open, diff extraction, verification,
+selection) is infrastructure unless a row says otherwise. ``classify`` is the only function that decides; the
+driver, the workers and the report all follow what it says.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import errno
 import traceback
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from ray import exceptions as rex
 
@@ -55,6 +59,14 @@ def _docker_errors() -> tuple[type[BaseException], ...]:
     return (docker.errors.DockerException, requests.ConnectionError, requests.Timeout)
 
 
+Place = Literal["prepare", "model", "sandbox", "agent", "diff", "close", "verify", "select", "worker"]
+"""Where an exception was raised: preparing the task's environment, building the model client and the agent, opening
+the sandbox, the agent's own loop, taking the patch, closing the sandbox, verifying, selecting, or around a unit (Ray
+says its worker died, or its result could not come back)."""
+PLACES: tuple[Place, ...] = get_args(Place)
+OUTSIDE_AGENT: tuple[Place, ...] = tuple(p for p in PLACES if p != "agent")
+
+
 @dataclass(frozen=True)
 class Row:
     """One row of the failure taxonomy."""
@@ -67,6 +79,8 @@ class Row:
     """The rollout or verdict status it ends in when it is not (or no longer) retried."""
     server: bool = False
     """The model server is restarted before the retry."""
+    places: tuple[Place, ...] = PLACES
+    """Where the row applies (everywhere unless it says)."""
 
 
 TAXONOMY: tuple[Row, ...] = (
@@ -91,14 +105,32 @@ TAXONOMY: tuple[Row, ...] = (
     Row("unit interrupted from outside (Ctrl-C reaching a worker, a cancel)", (KeyboardInterrupt,
         rex.TaskCancelledError), True, "infra_error"),
     Row("worker machine out of disk, memory or file handles", (MemoryError,), True, "infra_error"),
-    Row("conversation longer than the model's context", (ContextLengthExceeded,), False, "token_limit"),
-    Row("model answered unusably (bad reply, rejected request)", (ModelError,), False, "agent_error"),
-    Row("agent broke the repository or made a patch too large", (PatchError,), False, "agent_error"),
-    Row("sandbox wrote past its disk limit (stopped by the watchdog)", (SandboxDiskLimit,), False, "agent_error"),
-    Row("anything else escaping the agent", (BaseException,), False, "agent_error"),
+    Row(
+        "conversation longer than the model's context", (ContextLengthExceeded,), False, "token_limit",
+        places=("agent", "select"),
+    ),
+    Row(
+        "model answered unusably (bad reply, rejected request)", (ModelError,), False, "agent_error",
+        places=("agent", "select"),
+    ),
+    Row(
+        "agent broke the repository or made a patch too large", (PatchError,), False, "agent_error",
+        places=("agent", "diff"),
+    ),
+    Row(
+        "sandbox wrote past its disk limit (stopped by the watchdog)", (SandboxDiskLimit,), False, "agent_error",
+        places=("agent", "diff", "close"),
+    ),
+    Row("anything else escaping the agent's own loop", (BaseException,), False, "agent_error", places=("agent",)),
+    Row(
+        "anything else raised outside the agent's loop (preparation, model or sandbox set-up, taking the patch, "
+        "verification, selection)",
+        (BaseException,), True, "infra_error", places=OUTSIDE_AGENT,
+    ),
 )
-"""First match wins. The rows of the agent's own exits (submitted, step/token/time limit, format error) are
-not exceptions: the agent returns them as the rollout's status. See docs/failure-taxonomy.md."""
+"""First match wins among the rows that apply at the failure's place. The rows of the agent's own exits (submitted,
+step/token/time limit, format error) are not exceptions: the agent returns them as the rollout's status. See
+docs/failure-taxonomy.md."""
 
 
 @dataclass(frozen=True)
@@ -115,18 +147,17 @@ class Failure:
     recorded_as: str = "agent_error"
 
 
-def row_of(exc: BaseException) -> Row:
-    """The taxonomy row an exception falls in."""
+def row_of(exc: BaseException, place: Place) -> Row:
+    """The taxonomy row an exception raised at ``place`` falls in."""
+    if place not in PLACES:
+        raise ValueError(f"unknown place {place!r} (known: {', '.join(PLACES)})")
     if isinstance(exc, OSError) and exc.errno in HOST_ERRNOS:
         return Row("worker machine out of disk, memory or file handles", (OSError,), True, "infra_error")
-    for row in TAXONOMY:
-        if row.types and isinstance(exc, row.types):
-            return row
-    return TAXONOMY[-1]
+    return next(row for row in TAXONOMY if place in row.places and row.types and isinstance(exc, row.types))
 
 
-def classify(exc: BaseException) -> Failure:
-    """Classify an exception raised by (or around) a unit of work."""
+def classify(exc: BaseException, *, place: Place) -> Failure:
+    """Classify an exception raised by (or around) a unit of work at ``place`` (see ``Place``)."""
     cause = exc
     if isinstance(exc, rex.RayTaskError):
         # A user exception re-raised by Ray: classify the original.
@@ -134,7 +165,7 @@ def classify(exc: BaseException) -> Failure:
     tb = "".join(traceback.format_exception(type(cause), cause, cause.__traceback__))
     name = type(cause).__name__
     message = str(cause).strip().splitlines()[0][:500] if str(cause).strip() else name
-    row = row_of(cause)
+    row = row_of(cause, place)
     return Failure(name, message, infra=row.infra, server=row.server, traceback=tb, recorded_as=row.recorded_as)
 
 

@@ -3,7 +3,8 @@
 Every result is saved by the driver (the store is on the driver's disk). Infra failures are recorded as
 ``infra`` events with the attempt, node and traceback, then retried while the budget allows; only the
 last attempt is kept as the rollout's record. Model failures are recorded once and never retried. Which is
-which is decided by ``faults.classify`` alone (docs/failure-taxonomy.md).
+which is decided by ``faults.classify`` alone, from the exception and where it was raised (docs/failure-taxonomy.md).
+A task whose environment cannot be prepared is recorded once, as the task's, never as a failure of each rollout.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from agentbon.errors import AgentbonError
 from agentbon.orchestrate.cluster import reap_async
-from agentbon.orchestrate.events import Cancelled, Infra, ServerRestart
+from agentbon.orchestrate.events import Cancelled, Infra, PrepareFailed, ServerRestart
 from agentbon.orchestrate.faults import Failure
 from agentbon.orchestrate.state import RunState, Unit
 from agentbon.orchestrate.workers import RolloutOutcome
@@ -50,7 +51,8 @@ class RolloutStage:
         self._last_restart = 0.0
 
     def on_prepare(self, unit: Unit, value: Any, failure: Failure | None) -> None:
-        """A task's environment is ready, or failed to build (retried; then every queued rollout is recorded)."""
+        """A task's environment is ready, or failed to build: retried within the bound, then recorded once, as the
+        task's (a ``prepare_failed`` event): its rollouts are not run here, and run on resume."""
         book = self.state.books[unit.task_id]
         book.preparing = False
         if failure is None:
@@ -62,15 +64,15 @@ class RolloutStage:
         if retry:
             book.prepare_not_before = time.time() + self.state.retry.delay(unit.attempt)
             return  # submitted again once the back-off has passed
-        self.state.infra_streak += failure.infra
-        status = "infra_error" if failure.infra else failure.recorded_as
-        for spec in list(book.queued):  # every rollout of the task is recorded as failed: never dropped silently
-            rollout = Rollout(
-                run_id=spec.run_id, task_id=spec.task_id, index=spec.index, seed=spec.seed, attempt=unit.attempt,
-                status=status, exit_status=failure.kind, error=f"prepare: {failure.message}",  # type: ignore[arg-type]
+        self.state.infra_streak += 1
+        book.unprepared = True
+        self.state.record(
+            PrepareFailed(
+                task_id=unit.task_id, error=failure.kind, message=failure.message, attempts=unit.attempt,
+                rollouts=len(book.queued),
             )
-            self.save(rollout, [])
-        book.queued.clear()
+        )
+        book.queued.clear()  # never recorded as the model's failures: the planner plans them again on resume
 
     def on_rollout(self, unit: Unit, outcome: RolloutOutcome | None, failure: Failure | None) -> None:
         """A rollout finished (or its worker died): record it, or retry it when infrastructure failed."""

@@ -32,15 +32,21 @@ def _leaves(section: str, model: type[BaseModel], skip: tuple[str, ...] = ()) ->
 
 SEMANTIC = (
     "model.name", "model.temperature", "model.top_p", "model.top_k", "model.max_tokens", "model.seed",
-    *_leaves("agent", AgentConfig),
+    *_leaves("agent", AgentConfig, skip=("prompts_dir",)),
 )  # fmt: skip
-"""Settings that change what a rollout produces."""
+"""Settings that change what a rollout produces. A custom prompts folder counts by its contents
+(``agent.prompts_digest``), not by where it is."""
 CURVE = (
     "early_stop", "early_stop_fixed", "budget", "budget_first", "budget_tokens",
     *_leaves("verify", VerifyConfig, skip=("concurrency",)),
 )  # fmt: skip
 """Settings that change which rollouts the curves use or how a rollout is graded (docs/estimators.md): a report over
 rollouts drawn or graded under two of them would mix regimes. Every verification setting but how many run at once."""
+READ_AT_LOAD = {
+    "agent.prompts_digest": "agent.prompts_digest is the digest of agent.prompts_dir's templates: to resume the run, "
+    "give it the templates it was started with",
+}
+"""Kept settings the config computes at load, with what puts the recorded value back."""
 KEPT = SEMANTIC + CURVE
 """What a resumed run must keep (everything else may change: N, concurrency, retries, the report's settings)."""
 
@@ -88,6 +94,7 @@ def default_run_id(suite: str, config: RunConfig, tasks: list[Task]) -> str:
 def _older_run_id(suite: str, config: RunConfig) -> str:
     """The default run id of agentbon before the suite's tasks were part of it: to find its runs again."""
     data = config.model_dump(mode="json")
+    data["agent"].pop("prompts_digest", None)  # added since: not in what that version hashed
     old = ("model.name", "model.temperature", "model.top_p", "model.top_k", "model.max_tokens", "model.seed", "agent")
     digest = hashlib.sha256(json.dumps([_get(data, k) for k in old], sort_keys=True).encode()).hexdigest()
     return f"{_run_name(Path(suite).stem, config.model.name)}-{digest[:8]}"
@@ -125,10 +132,11 @@ def check_resumable(store: RunStore, config: RunConfig) -> None:
     if not changed:
         return
     diffs = ", ".join(f"{k}: {old!r} -> {new!r}" for k, old, new in changed)
-    # Scalar settings can be put back on the command line (a list cannot, in one flag).
-    scalars = {k: old for k, old, _ in changed if not isinstance(old, dict | list)}
+    # Scalar settings can be put back on the command line (a list cannot, in one flag; a digest is read at load).
+    scalars = {k: old for k, old, _ in changed if not isinstance(old, dict | list) and k not in READ_AT_LOAD}
     back = " ".join(f"-c {k}={'null' if v is None else v}" for k, v in scalars.items())
     hint = f"to resume it, pass {back}; " if len(scalars) == len(changed) else ""
+    hint += "".join(f"{READ_AT_LOAD[k]}; " for k, _, _ in changed if k in READ_AT_LOAD)
     raise ConfigError(
         f"{store.path}: cannot resume with different settings ({diffs}): its rollouts and verdicts were made with the "
         f"recorded ones, and one report over both would mix them; {hint}or use another --run-id"

@@ -1,7 +1,10 @@
 """The selection stage: once a task has nothing open, every configured selector picks its winner.
 
 Selectors run in the driver (they are cheap next to rollouts; a critic that is not loads once per run).
-A selector that fails is recorded and skipped: one selector's failure never stops the batch.
+A selector that fails is recorded and skipped: one selector's failure never stops the batch. Its failure is
+classified at the place ``select`` (orchestrate/faults.py): a critic's server down, timed out or misconfigured, or
+anything else not the critic model's own answer, is infrastructure: the task is left out of that selector's figures,
+the run exits 3, and a resume selects it again (docs/failure-taxonomy.md, "Selection").
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ class SelectionStage:
         self.config, self.store = config, store
         self._factory = factory
         self._selectors: dict[str, Any] = {}
-        self.errors: list[dict[str, str]] = []
+        self.errors: list[dict[str, Any]] = []
 
     def _selector(self, name: str) -> Any:
         if name not in self._selectors:
@@ -50,11 +53,12 @@ class SelectionStage:
         for name in self.config.select.selectors:
             try:
                 selection = self._selector(name).select(task, candidates)
-            except Exception as e:  # a broken selector (critic missing, bug) is reported, the others still run
-                failure = classify(e)
-                self.errors.append(
-                    {"task_id": task.task_id, "selector": name, "error": f"{failure.kind}: {failure.message}"}
-                )
+            except Exception as e:  # a failing selector (critic down, a bug) is recorded, the others still run
+                failure = classify(e, place="select")
+                self.errors.append({
+                    "task_id": task.task_id, "selector": name, "error": f"{failure.kind}: {failure.message}",
+                    "infra": failure.infra,
+                })  # fmt: skip
                 continue
             out.append(selection)
         return out

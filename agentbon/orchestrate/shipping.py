@@ -12,12 +12,14 @@ it (Ray keeps one copy per node):
   each node clones it into its own mirror cache. A task with a prebuilt image needs no repository;
 - **the verifier scripts** (``verifiers/``): the driver's copy, so that every node grades with the same scripts;
 - **the base image recipe** (``sandboxes/base``): a node without the base image builds it from the same recipe,
-  under the same content tag.
+  under the same content tag;
+- **the run's own prompt templates** (``agent.prompts_dir``), under their digest (``agent.prompts_digest``): the
+  agent renders the copy of exactly that digest (agent/templates.py), so no node falls back to other prompts.
 
 Files land under ``$AGENTBON_CACHE/shipped`` (``~/.cache/agentbon/shipped``), named by content digest, written
-to a temporary name and renamed, under a node-local lock; ``AGENTBON_VERIFIERS`` and ``AGENTBON_SANDBOXES`` point
-the worker process at them. Task images are built on each node on first use, under the node-local lock of
-``sandbox/images.py``.
+to a temporary name and renamed, under a node-local lock; ``AGENTBON_VERIFIERS``, ``AGENTBON_SANDBOXES`` and
+``AGENTBON_PROMPTS`` point the worker process at them. Task images are built on each node on first use, under the
+node-local lock of ``sandbox/images.py``.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentbon.config import RunConfig
-from agentbon.errors import InfraError, TaskError
+from agentbon.agent.templates import PROMPTS_ENV, prompts_digest, read_prompts
+from agentbon.config import AgentConfig, RunConfig
+from agentbon.errors import ConfigError, InfraError, TaskError
 from agentbon.types import Task
 
 VERIFIERS_ENV = "AGENTBON_VERIFIERS"
@@ -48,7 +51,8 @@ class Parcel:
 
     task: Task
     files: Any
-    """ObjectRef of ``{relative path: (mode, bytes)}``: ``verifiers/...`` and ``sandboxes/base/...``."""
+    """ObjectRef of ``{relative path: (mode, bytes)}``: ``verifiers/...``, ``sandboxes/base/...`` and the run's own
+    prompt templates, ``prompts/<digest>/...``."""
     files_digest: str
     repo: Any = None
     """ObjectRef of the git bundle of the task's repository, or None (remote URL, prebuilt image)."""
@@ -100,8 +104,9 @@ def _tree(root: Path, prefix: str) -> dict[str, tuple[int, bytes]]:
     return out
 
 
-def driver_files() -> dict[str, tuple[int, bytes]]:
-    """The verifier scripts and the base image recipe as this driver has them."""
+def driver_files(agent: AgentConfig | None = None) -> dict[str, tuple[int, bytes]]:
+    """The verifier scripts and the base image recipe as this driver has them, and the run's prompt templates where
+    ``agent`` has a folder of its own (``ConfigError`` where it changed since the config was loaded)."""
     from agentbon.sandbox.base import RECIPE_FILES, recipe_dir
     from agentbon.verify import verifiers_dir
 
@@ -110,6 +115,15 @@ def driver_files() -> dict[str, tuple[int, bytes]]:
     for name in RECIPE_FILES:
         path = recipe / name
         files[f"sandboxes/base/{name}"] = (path.stat().st_mode & 0o777, path.read_bytes())
+    if agent is not None and agent.prompts_dir:
+        prompts = read_prompts(agent.prompts_dir)
+        if prompts_digest(prompts) != agent.prompts_digest:
+            raise ConfigError(
+                f"agent.prompts_dir: the templates in {agent.prompts_dir} changed since the run's config was loaded "
+                "(their digest is part of the run's identity): run the command again"
+            )
+        for name, text in prompts.items():
+            files[f"prompts/{agent.prompts_digest}/{name}"] = (0o644, text.encode())
     return files
 
 
@@ -121,11 +135,11 @@ def digest(files: dict[str, tuple[int, bytes]]) -> str:
     return h.hexdigest()[:16]
 
 
-def pack(tasks: list[Task]) -> tuple[dict[str, Parcel], Manifest]:
+def pack(tasks: list[Task], agent: AgentConfig | None = None) -> tuple[dict[str, Parcel], Manifest]:
     """Put what the tasks need into the object store (driver side); one parcel per task."""
     import ray
 
-    files = driver_files()
+    files = driver_files(agent)
     files_ref, files_digest = ray.put(files), digest(files)
     manifest = Manifest(file_bytes=sum(len(data) for _, data in files.values()), tasks=len(tasks))
     repos: dict[str, tuple[Any, str]] = {}
@@ -201,6 +215,7 @@ def unpack(item: Task | Parcel) -> Task:
         _land(folder, lambda tmp: _write_tree(files, tmp))
     os.environ[VERIFIERS_ENV] = str(folder / "verifiers")
     os.environ[SANDBOXES_ENV] = str(folder / "sandboxes")
+    os.environ[PROMPTS_ENV] = str(folder / "prompts")
     task = item.task
     if item.repo is None:
         return task

@@ -71,6 +71,8 @@ class TaskBook:
     delayed: list[tuple[float, RolloutSpec]] = field(default_factory=list)
     """Infra retries waiting for their back-off to pass: (time they may run, spec)."""
     prepare_not_before: float = 0.0
+    unprepared: bool = False
+    """Its environment could not be prepared (retries spent): nothing more runs for it until a resume."""
 
     @property
     def open(self) -> bool:

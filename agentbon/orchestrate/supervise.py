@@ -36,9 +36,9 @@ class Supervisor:
         for its infra event."""
         state = self.state
         try:
-            started, tokens = ray.get(self.tracker.drain.remote(), timeout=30)
+            started, tokens, completion = ray.get(self.tracker.drain.remote(), timeout=30)
         except Exception:  # the tracker restarts on its own; deadlines count from submission meanwhile
-            started, tokens = [], 0
+            started, tokens, completion = [], 0, 0
         by_key = {u.key: u for u in state.inflight.values()}
         if also is not None:
             by_key[also.key] = also
@@ -48,7 +48,7 @@ class Supervisor:
                 unit.started_at, unit.node_id = s.at, s.node_id
                 state.record(UnitStarted(unit=unit.kind, rollout_id=unit.rollout_id))
         if tokens:
-            state.record(Tokens(n=tokens))
+            state.record(Tokens(n=tokens, completion=completion))
         now = time.time()
         for ref, unit in state.inflight.items():
             if unit.kind == "prepare" or unit.forced:

@@ -30,19 +30,20 @@ class Tracker:
 
     def __init__(self) -> None:
         self._started: list[Started] = []
-        self._tokens = 0
+        self._tokens = self._completion = 0
 
     def started(self, unit: str, node_id: str, at: float) -> None:
         self._started.append(Started(unit, node_id, at))
 
-    def tokens(self, n: int) -> None:
+    def tokens(self, n: int, completion: int = 0) -> None:
         self._tokens += n
+        self._completion += completion
 
-    def drain(self) -> tuple[list[Started], int]:
-        """Everything reported since the last drain."""
-        out, tokens = self._started, self._tokens
-        self._started, self._tokens = [], 0
-        return out, tokens
+    def drain(self) -> tuple[list[Started], int, int]:
+        """Everything reported since the last drain: the units started, the tokens in all, the completion tokens."""
+        out, tokens, completion = self._started, self._tokens, self._completion
+        self._started, self._tokens, self._completion = [], 0, 0
+        return out, tokens, completion
 
 
 def start_tracker() -> Any:

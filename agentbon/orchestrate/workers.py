@@ -14,7 +14,7 @@ from agentbon.config import RunConfig
 from agentbon.errors import RolloutDeadline
 from agentbon.orchestrate.deadline import Watchdog
 from agentbon.orchestrate.factories import Factories
-from agentbon.orchestrate.faults import classify
+from agentbon.orchestrate.faults import Place, classify
 from agentbon.orchestrate.shipping import Parcel, unpack
 from agentbon.orchestrate.tracker import report_start
 from agentbon.types import Record, Role, Rollout, RolloutSpec, Task, Timings, Verdict
@@ -59,7 +59,8 @@ class TrackedModel:
     def chat(self, messages: Any, *, seed: int | None = None, **sampling: Any) -> Any:
         reply = self._model.chat(messages, seed=seed, **sampling)
         if self._tracker is not None:
-            self._tracker.tokens.remote(reply.usage.prompt_tokens + reply.usage.completion_tokens)
+            usage = reply.usage
+            self._tracker.tokens.remote(usage.prompt_tokens + usage.completion_tokens, usage.completion_tokens)
         return reply
 
     def __getattr__(self, name: str) -> Any:
@@ -81,6 +82,7 @@ def run_rollout(
     times: dict[str, Any] = {"setup_s": 0.0, "sandbox_s": 0.0, "model_s": 0.0}
     messages: list[dict[str, Any]] = []
     server = False
+    place: Place = "prepare"  # where the rollout is: what it raises there is classified by it (orchestrate/faults.py)
     dog = Watchdog(config.deadline_s)
     try:
         with dog:
@@ -89,20 +91,25 @@ def run_rollout(
             if hasattr(backend, "keep_warm"):  # the run's end reaps by its label, so warm sandboxes may wait
                 backend.keep_warm()
             prepare_once(backend, task)
+            place = "model"
             model = cached("model", factories.model, config.model)
             if hasattr(model, "model_for"):  # an engine pool: all rollouts of a task go to one engine (prefix cache)
                 model = model.model_for(spec.task_id)
             model = TrackedModel(model, tracker)
             agent = cached("agent", factories.agent, config.agent)
+            place = "sandbox"
             opened = time.time()
             sandbox = backend.open(task, labels)
             times["setup_s"] = time.time() - opened
             dog.guard(sandbox)
             try:
+                place = "agent"
                 result = agent.run(task, sandbox, model, spec)
                 messages = result.messages
+                place = "diff"
                 patch = sandbox.diff()
-            finally:
+                place = "close"
+            finally:  # on an exception the place stays where it was raised
                 sandbox.close()
                 times["sandbox_s"] = time.time() - opened
         if dog.fired:
@@ -117,11 +124,11 @@ def run_rollout(
     except Exception as e:  # the rollout boundary: record, never raise
         # After the watchdog fired, whatever surfaced (SandboxGone, an agent error) is the deadline's doing.
         cause = RolloutDeadline(f"rollout past its deadline of {config.deadline_s:.0f}s") if dog.fired else e
-        failure = classify(cause)
+        failure = classify(cause, place=place)
         server = failure.server
         fields = dict(
             status="infra_error" if failure.infra else failure.recorded_as, exit_status=failure.kind,
-            error=failure.message, traceback=failure.traceback,
+            error=failure.message if place == "agent" else f"{place}: {failure.message}", traceback=failure.traceback,
         )
     rollout = Rollout(
         run_id=spec.run_id, task_id=spec.task_id, index=spec.index, seed=spec.seed, attempt=spec.attempt,
@@ -155,7 +162,8 @@ def run_verify(
             if dog.fired:
                 raise RolloutDeadline(f"past the verification's budget of {budget_s:.0f}s")
         except Exception as e:  # infra (engine gone, image missing) or a verifier bug: recorded, retried by the driver
-            failure = classify(RolloutDeadline(f"past the verification's budget of {budget_s:.0f}s") if dog.fired else e)
+            cause = RolloutDeadline(f"past the verification's budget of {budget_s:.0f}s") if dog.fired else e
+            failure = classify(cause, place="verify")
             verdict = Verdict(
                 run_id=rollout.run_id, task_id=rollout.task_id, rollout_id=rollout.rollout_id, role=role,
                 status="infra_error", reason=f"{failure.kind}: {failure.message}", duration_s=time.time() - t0,

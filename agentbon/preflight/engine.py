@@ -30,7 +30,7 @@ def check_limits(ctx: Context) -> list[Problem]:
         return []
     cpus = ctx.info().get("NCPU")
     wanted = ctx.config.sandbox.cpus
-    if isinstance(cpus, int) and not 0.01 <= wanted <= cpus:
+    if wanted is not None and isinstance(cpus, int) and not 0.01 <= wanted <= cpus:  # None: no cap asked
         return [
             Problem(
                 check="limits",

@@ -28,7 +28,36 @@ def check_extras(ctx: Context) -> list[Problem]:
         return [Problem(check="extras", cause=str(e), fix=VLLM_FIX)]
     if model.launcher == "llama-cpp":
         return _llama_cpp(model)
+    if model.launcher == "vllm-actors" and ctx.config.ray_address:
+        return []  # the engines' nodes hold their interpreter and weights: checked there (models/node_check.py)
     return _vllm(model)
+
+
+def check_settings(ctx: Context) -> list[Problem]:
+    """Settings that the launcher ``auto`` chose does not read (agentbon/inert.py; an explicit launcher was checked at
+    load), and ``model.vllm_cpu_threads`` where the vLLM server is the GPU build."""
+    if ctx.config.model.urls() or not ctx.real("server"):
+        return []
+    from agentbon.inert import Mode, inert, refusal
+    from agentbon.models import resolve_model
+
+    try:
+        model = resolve_model(ctx.config.model)
+    except ConfigError:
+        return []  # check_extras says why
+    gpu = None
+    if model.launcher == "vllm":
+        from agentbon.models.vllm_server import cpu_build, vllm_python
+
+        try:
+            gpu = not cpu_build(vllm_python())
+        except (MissingExtra, ConfigError):
+            pass  # check_extras says why
+    problems = inert(Mode(ctx.config.model_copy(update={"model": model}), model.launcher, gpu))
+    if not problems:
+        return []
+    fix = "unset them, or -c model.launcher=<one that reads them>"
+    return [Problem(check="settings", cause=refusal(problems), fix=fix)]
 
 
 def _llama_cpp(model: ModelConfig) -> list[Problem]:
@@ -68,8 +97,7 @@ def _llama_cpp(model: ModelConfig) -> list[Problem]:
 
 
 def _vllm(model: ModelConfig) -> list[Problem]:
-    from agentbon.models.vllm_server import DEFAULT_HF_DIR, vllm_python
-    from agentbon.models.weights import models_dir
+    from agentbon.models.vllm_server import default_hf_dir, vllm_python
 
     problems: list[Problem] = []
     if model.launcher == "vllm":
@@ -79,12 +107,12 @@ def _vllm(model: ModelConfig) -> list[Problem]:
             problems.append(Problem(check="extras", cause=f"model.launcher=vllm: {e}", fix=VLLM_FIX))
     else:
         problems += _engine_python(model)
-    if model.path is None and not (models_dir() / DEFAULT_HF_DIR).is_dir():
+    if model.path is None and not (default_hf_dir() / "config.json").is_file():
         problems.append(
             Problem(
                 check="extras",
                 cause=f"model.launcher={model.launcher}: no model.path given and the "
-                f"default model {models_dir() / DEFAULT_HF_DIR} does not exist",
+                f"default model {default_hf_dir()} does not exist",
                 fix="bash scripts/setup_vllm_cpu.sh (converts the default model), or -c model.path=<HF dir>",
             )
         )

@@ -31,23 +31,25 @@ from agentbon.metrics import (
     selected_at_k,
     softmax_selected_at_k,
 )
-from agentbon.metrics.softmax_estimate import SoftEstimate, softmax_selected_at_k_estimate
+from agentbon.metrics.majority import MAX_EXACT_N, exact_majority_work, majority_selected_at_k
+from agentbon.metrics.majority_estimate import majority_selected_at_k_estimate
+from agentbon.metrics.softmax_estimate import SampledEstimate, softmax_selected_at_k_estimate
+from agentbon.select.base import Estimator
 
-Estimator = Literal["rank", "uniform", "softmax"]
-"""How a selector's recorded scores become selected@k: ``rank`` = the top score wins (ties uniform);
-``uniform`` = a uniform choice among the candidates above ``invalid`` (``random``); ``softmax`` = the
-scores are logits of a softmax draw among them (``soft-bon``). All three are exact expectations, but a softmax
-on a run too large for its exact sum is estimated without bias (:data:`SoftmaxMode`)."""
+__all__ = ["Estimator"]
 
 SoftmaxMode = Literal["auto", "exact", "estimate"]
-"""How a softmax selector's selected@k is computed: ``exact`` always (O(n²) per task at ~150 quadrature nodes:
-minutes at 10,000 x 256); ``estimate`` always (:mod:`agentbon.metrics.softmax_estimate`, unbiased, with its
-Monte Carlo standard error); ``auto``: exact while :func:`exact_softmax_work` is at most ``EXACT_SOFTMAX_WORK``,
-else estimated."""
+"""How a softmax or majority selector's selected@k is computed: ``exact`` always (the softmax: O(n²) per task at
+~150 quadrature nodes, minutes at 10,000 x 256); ``estimate`` always (:mod:`agentbon.metrics.softmax_estimate`,
+:mod:`agentbon.metrics.majority_estimate`: unbiased, with the Monte Carlo standard error); ``auto``: exact while
+its work is at most ``EXACT_SOFTMAX_WORK`` / ``EXACT_MAJORITY_WORK``, else estimated."""
 
 EXACT_SOFTMAX_WORK = 600_000
 """``auto``'s limit on the exact softmax's work, in :func:`exact_softmax_work`'s units: about half a second here
 (measured 0.12 ms a task at n = 4, 0.44 at 16, 4.5 at 64, 52 at 256: about 0.1 ms + 0.8 µs x n²)."""
+EXACT_MAJORITY_WORK = 1_000_000
+"""``auto``'s limit on the exact majority vote's work, in :func:`~agentbon.metrics.majority.exact_majority_work`'s
+units: about a second here at most (docs/estimators.md, section 4, "majority")."""
 ESTIMATE_SAMPLES = 2_560_000
 """Samples x draws the estimate is given: one draw of each kind at 10,000 x 256 (about 0.1 s here), up to
 ``MAX_DRAWS`` draws on smaller runs, so its Monte Carlo error shrinks as the run does."""
@@ -119,7 +121,8 @@ def as_estimator_scores(scores: np.ndarray, estimator: Estimator, candidate: np.
     """The recorded scores in the form the estimator reads; ``candidate`` marks the samples the selector could pick.
 
     NaN stays (not a sample); a sample that is no candidate (empty patch, patch that does not
-    apply, a flag the run does not accept) ranks below every candidate, or has weight 0 in a softmax.
+    apply, a flag the run does not accept) ranks below every candidate, has weight 0 in a softmax, or is in no
+    cluster of a vote (``-inf``).
     """
     s = np.asarray(scores, dtype=np.float64)
     if estimator == "uniform":
@@ -131,15 +134,23 @@ def as_estimator_scores(scores: np.ndarray, estimator: Estimator, candidate: np.
 
 def _selected(
     scores: np.ndarray, correct: np.ndarray, curve: np.ndarray, ks: list[int], est: Estimator, mode: SoftmaxMode, seed: int
-) -> np.ndarray | SoftEstimate:
+) -> np.ndarray | SampledEstimate:
     s = np.where(curve, scores, np.nan)
-    if est != "softmax":
+    if est not in ("softmax", "majority"):
         return np.asarray(selected_at_k(s, correct, ks))
     counts = curve.sum(axis=1)
-    if mode == "exact" or (mode == "auto" and exact_softmax_work(counts) <= EXACT_SOFTMAX_WORK):
-        return np.asarray(softmax_selected_at_k(s, correct, ks))
+    exact: Callable[..., np.ndarray | float]
+    estimate: Callable[..., SampledEstimate]
+    if est == "softmax":
+        exact, estimate = softmax_selected_at_k, softmax_selected_at_k_estimate
+        cheap = exact_softmax_work(counts) <= EXACT_SOFTMAX_WORK
+    else:
+        exact, estimate = majority_selected_at_k, majority_selected_at_k_estimate
+        cheap = int(counts.max(initial=0)) <= MAX_EXACT_N and exact_majority_work(s) <= EXACT_MAJORITY_WORK
+    if mode == "exact" or (mode == "auto" and cheap):
+        return np.asarray(exact(s, correct, ks))
     draws = int(np.clip(ESTIMATE_SAMPLES // max(int(counts.sum()), 1), 1, MAX_DRAWS))
-    return softmax_selected_at_k_estimate(s, correct, ks, draws=draws, seed=seed)
+    return estimate(s, correct, ks, draws=draws, seed=seed)
 
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
@@ -210,6 +221,7 @@ def compute_curves(
     estimators: dict[str, Estimator] | None = None,
     candidates: np.ndarray | dict[str, np.ndarray] | None = None,
     softmax: SoftmaxMode = "auto",
+    majority: SoftmaxMode = "auto",
 ) -> Curves:
     """Coverage@k and, per selector, selected@k, loss@k and gap recovered@k with bootstrap bands over tasks.
 
@@ -219,9 +231,10 @@ def compute_curves(
     is the band of a difference, not a difference of bands. ``estimators`` names how each
     selector's scores are read (default ``rank``); ``candidates`` marks the samples a selector could
     pick (default: all; a dict gives each selector its own), which every estimator chooses among: a
-    k-subset with no candidate counts as no choice (unsolved), whatever its samples' grades. ``softmax``
-    says how a softmax selector is computed (:data:`SoftmaxMode`); an estimate's tasks are independent, so the
-    bootstrap over tasks carries its Monte Carlo noise, and ``Curves.estimated`` gives its standard error.
+    k-subset with no candidate counts as no choice (unsolved), whatever its samples' grades. A ``majority``
+    selector's scores are its cluster labels (equal label, identical patch). ``softmax`` and ``majority`` say how
+    those selectors are computed (:data:`SoftmaxMode`); an estimate's tasks are independent, so the bootstrap over
+    tasks carries its Monte Carlo noise, and ``Curves.estimated`` gives its standard error.
     """
     if not ks or ks[0] != 1:
         raise ValueError(f"ks must start at 1, got {list(ks)}")
@@ -244,17 +257,18 @@ def compute_curves(
     c = (cor * cur).sum(axis=1).round().astype(np.int64)
     cov = np.asarray(pass_at_k(n, c, ks)).reshape(tasks, width)
 
-    def selected(name: str) -> np.ndarray | SoftEstimate:
+    def selected(name: str) -> np.ndarray | SampledEstimate:
         est = estimators.get(name, "rank")
         cand = cand_of(name)
-        return _selected(as_estimator_scores(scores[name][rows], est, cand), cor * cand, cur, ks, est, softmax, seed)
+        mode = majority if est == "majority" else softmax
+        return _selected(as_estimator_scores(scores[name][rows], est, cand), cor * cand, cur, ks, est, mode, seed)
 
-    # Independent selectors; a softmax (the costliest, several rankings' time) starts first, not last in the pool.
-    order = sorted(names, key=lambda name: estimators.get(name, "rank") != "softmax")
+    # Independent selectors; a softmax or a vote (the costliest) starts first, not last in the pool.
+    order = sorted(names, key=lambda name: estimators.get(name, "rank") not in ("softmax", "majority"))
     sel: dict[str, np.ndarray] = {}
     estimated: dict[str, Estimated] = {}
     for name, got in zip(order, mapped(selected, order, tasks * valid.shape[1]), strict=True):
-        if isinstance(got, SoftEstimate):
+        if isinstance(got, SampledEstimate):
             estimated[name] = Estimated(got.se, got.draws)
             got = got.values
         sel[name] = np.asarray(got).reshape(tasks, width)

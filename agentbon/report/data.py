@@ -6,7 +6,9 @@ in ``infra_error`` or is missing is left out of n exactly like an infra error, a
 task that early stop cut short draws its curves from its rollouts ``0..fixed-1`` only (the part fixed
 in advance); its later rollouts stay candidates for the winners. A selector's scores come from its
 Selection's ``ranked`` list, a valid candidate missing from that list ranks below every scored one,
-and a task the selector made no choice on counts as unsolved for it. Oracle selections
+and a task the selector made no choice on counts as unsolved for it, unless its latest selection failed on
+infrastructure (a critic's server down): then the task is left out of that selector's figures and winners (``left_out``),
+never scored 0, until a resume selects it (docs/failure-taxonomy.md, "Selection"). Oracle selections
 (``oracle=True``) are kept apart from the selectors. Under a batch budget every task's curves come from its first
 allotment (``budget_first``), drawn before any outcome was known; what the allocator added is reported apart. The
 tasks are the run's latest invocation's (``RunStore.tasks``): records of tasks a resume left out are not read.
@@ -22,7 +24,7 @@ import numpy as np
 from agentbon.protocols import Candidate
 from agentbon.select.base import blocking_flags, invalid_reason
 from agentbon.store import RunStore
-from agentbon.types import Rollout, Selection, Task, TestSet, Verdict
+from agentbon.types import Rollout, Selection, Task, TestSet, Verdict, patch_hash
 
 # Cell codes of the task-by-rollout pass map.
 MISSING, PASS, FAIL, UNGRADED, INFRA, CANCELLED, GRADE_INFRA = 0, 1, 2, 3, 4, 5, 6
@@ -118,6 +120,14 @@ class RunData:
     """Task id → what early stop did to it (tasks it never stopped are absent)."""
     infra_events: list[dict] = field(default_factory=list)
     """The run's ``infra`` events (every failed attempt, retried or not)."""
+    clusters: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    """Per cell, the task's cluster of identical normalised patches (``patch_hash``) as a number, NaN where there is
+    no rollout: what ``majority`` votes with inside each k-subset (docs/estimators.md, section 4)."""
+    left_out: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Selector → task id → the error of its latest selection there, which failed on infrastructure: the task is out
+    of that selector's curves, winners and exports (its earlier selection, if any, no longer stands)."""
+    unprepared: dict[str, str] = field(default_factory=dict)
+    """Task id → why its environment could not be prepared last (its rollouts were not run; a resume runs them)."""
     scores: dict[str, np.ndarray] = field(default_factory=dict)
     """Per selector, scores with NaN where a cell is not a valid candidate (rows of unselected tasks all NaN)."""
     critic_tokens: np.ndarray | None = None
@@ -174,8 +184,10 @@ def load_run(store: RunStore) -> RunData:
     tasks = store.tasks()
     rollouts = store.rollouts()
     grades, evidence = store.verdicts("grade"), store.verdicts("evidence")
-    selections = store.selections()
+    failed = store.selector_failures()
+    selections = [s for s in store.selections() if (s.task_id, s.selector) not in failed]
     infra_events = store.events_of("infra")
+    unprepared = {t: f"{e['error']}: {e['message']}" for t, e in store.prepare_failures().items()}
     if store.current_task_ids() is not None:  # a resume left some tasks out: their records stay, out of the report
         ids = {t.task_id for t in tasks}
         rollouts = {rid: r for rid, r in rollouts.items() if r.task_id in ids}
@@ -183,6 +195,11 @@ def load_run(store: RunStore) -> RunData:
         evidence = {rid: v for rid, v in evidence.items() if v.task_id in ids}
         selections = [s for s in selections if s.task_id in ids]
         infra_events = [e for e in infra_events if e.get("task_id") in ids]
+        failed = {key: e for key, e in failed.items() if key[0] in ids}
+        unprepared = {t: why for t, why in unprepared.items() if t in ids}
+    left_out: dict[str, dict[str, str]] = {}
+    for (task_id, selector), e in failed.items():
+        left_out.setdefault(selector, {})[task_id] = e["error"]
     task_ids = _task_order(tasks, rollouts, selections)
     row = {t: i for i, t in enumerate(task_ids)}
     n = max([int(config.get("n") or 0), *(r.index + 1 for r in rollouts.values())] or [0])
@@ -193,6 +210,7 @@ def load_run(store: RunStore) -> RunData:
     evidence_pass, evidence_s, unparsed = np.zeros(shape, bool), np.zeros(shape), np.zeros(shape, bool)
     subset_s, subset_fail, subset_known = np.zeros(shape), np.zeros(shape, bool), np.zeros(shape, bool)
     subset_live = np.zeros(shape, bool)
+    clusters, cluster_of = np.full(shape, np.nan), [dict[str, int]() for _ in task_ids]
     parse_checked = False
     select = config.get("select") or {}
     allowed = list(select.get("allow_flags") or [])
@@ -200,6 +218,7 @@ def load_run(store: RunStore) -> RunData:
     for rid, r in rollouts.items():
         i, j = row[r.task_id], r.index
         present[i, j] = True
+        clusters[i, j] = cluster_of[i].setdefault(patch_hash(r.patch), len(cluster_of[i]))
         if not is_sample(r):  # not a sample: its outcome is unknown
             cells[i, j] = INFRA if r.status == "infra_error" else CANCELLED
             continue
@@ -258,8 +277,11 @@ def load_run(store: RunStore) -> RunData:
         subset_known=subset_known,
         subset_checked=bool(subset_known.any()),
         subset_live=subset_live,
+        clusters=clusters,
         early_stop={t: s for t, s in stopped.items() if t in row},
         infra_events=infra_events,
+        left_out=left_out,
+        unprepared=unprepared,
         path=store.path,
     )
     by_selector: dict[str, dict[str, Selection]] = {}
@@ -268,7 +290,9 @@ def load_run(store: RunStore) -> RunData:
     data.selections = by_selector
     oracle_names = {name for name, sel in by_selector.items() if any(s.oracle for s in sel.values())}
     data.oracles = sorted(oracle_names)
-    data.selectors = _selector_order(config, set(by_selector) - oracle_names)
+    data.selectors = _selector_order(config, (set(by_selector) | set(left_out)) - oracle_names)
+    for name in set(left_out) - set(by_selector):  # every task's selection failed: no scores, all left out
+        by_selector[name] = {}
     for name, per_task in by_selector.items():
         target = data.oracle_scores if name in oracle_names else data.scores
         target[name] = _scores(data, per_task, row)

@@ -37,6 +37,7 @@ import numpy as np
 
 from agentbon.metrics.sampling import flat_index, gather_rows
 from agentbon.report.data import RunData
+from agentbon.select import SELECTORS
 
 ANCHOR = {
     "throughput": 11.6,
@@ -95,8 +96,9 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
     }
 
 
-UNTESTED = ("majority", "soft-bon", "random")
-"""The selectors that never read a test: each is a point of the frontier with no verification cost."""
+UNTESTED = tuple(name for name, cls in SELECTORS.items() if not cls.reads_tests and not cls.oracle)
+"""The selectors that never read a test (``reads_tests``): each is a point of the frontier with no verification
+cost."""
 
 
 def _untested(data: RunData, cells: np.ndarray) -> list[dict[str, Any]]:

@@ -11,13 +11,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentbon.select.base import Estimator
+
 SUMMARY_SCHEMA = "agentbon.summary"
-SUMMARY_VERSION = 5
+SUMMARY_VERSION = 6
 """2: typed model; per-k values None where not measured; grade infra errors out of n; early stop; infra.
 3: ``flags`` (per kind, per task, flagged winners).
 4: ``calibration`` (each critic against the grade, with intervals and the reliability diagram); ``budget``; ``frontier``.
-5: a selector's ``estimate`` (its selected@k estimated, with the Monte Carlo standard error)."""
-READS = (2, 3, 4, 5)
+5: a selector's ``estimate`` (its selected@k estimated, with the Monte Carlo standard error).
+6: ``majority`` votes inside each k-subset (estimator ``majority``); the oracle's curve among its own candidates."""
+READS = (2, 3, 4, 5, 6)
 """Versions :func:`read_summary` reads; older files read with empty ``flags`` / ``calibration`` sections."""
 
 
@@ -51,7 +54,7 @@ class Estimate(Part):
 
 
 class SelectorMetrics(Part):
-    estimator: Literal["rank", "uniform", "softmax"] = "rank"
+    estimator: Estimator = "rank"
     """How selected@k reads the selector's scores; each is an exact expectation over k-subsets, unless ``estimate``."""
     estimate: Estimate | None = None
     """Set where selected@k is an unbiased estimate rather than the exact sum (docs/estimators.md)."""
@@ -61,7 +64,11 @@ class SelectorMetrics(Part):
     winners: int
     winners_resolved: int
     winner_accuracy: float
+    """Resolved winners over the tasks not left out."""
     tasks_without_selection: int
+    tasks_left_out: dict[str, str] = Field(default_factory=dict)
+    """Task id → the error of its latest selection, which failed on infrastructure: out of this selector's curves,
+    winners and exports until a resume selects it (docs/failure-taxonomy.md, "Selection")."""
 
 
 class Metrics(Part):
@@ -172,6 +179,12 @@ class Infra(Part):
     """``infra`` events: failed attempts, retried or not."""
     attempts_by_kind: dict[str, int]
     attempts_retried: int
+    tasks_not_prepared: dict[str, str] = Field(default_factory=dict)
+    """Task id → why its environment could not be prepared (retries spent): its rollouts were not run, a resume runs
+    them."""
+    selections: int = 0
+    """Selections (task and selector) whose latest attempt failed on infrastructure: see each selector's
+    ``tasks_left_out``."""
 
 
 class EarlyStopTask(Part):

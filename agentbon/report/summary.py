@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 from pydantic import ValidationError
@@ -13,7 +14,7 @@ from agentbon.errors import ConfigError
 from agentbon.metrics import doubling_ks
 from agentbon.report.budget import budget_section
 from agentbon.report.calibration import calibration_section
-from agentbon.report.compute import Curves, Estimator, compute_curves, report_memory
+from agentbon.report.compute import Band, Curves, Estimator, compute_curves, report_memory
 from agentbon.report.costs import cost_section, theory_section
 from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA, PASS, UNGRADED, RunData, load_run
 from agentbon.report.flags import flag_section
@@ -22,13 +23,14 @@ from agentbon.report.instances import rollout_report, winner_report
 from agentbon.report.model import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport
 from agentbon.report.references import LABEL, REFERENCES
 from agentbon.report.scaling import scaling
-from agentbon.select.selectors import RandomChoice, SoftBestOfN
+from agentbon.select import SELECTORS
 from agentbon.store import RunStore
 
 __all__ = ["SUMMARY_SCHEMA", "SUMMARY_VERSION", "build_report", "build_summary", "report_options", "run_curves"]
 
-ESTIMATORS: dict[str, Estimator] = {RandomChoice.name: "uniform", SoftBestOfN.name: "softmax"}
-"""Selectors whose recorded scores are not a ranking: their selected@k is the exact expectation of their draw."""
+ESTIMATORS: dict[str, Estimator] = {name: cls.estimator for name, cls in SELECTORS.items()}
+"""How the report computes each selector's selected@k: that selector run on each k-subset (its class's ``estimator``,
+docs/estimators.md section 4); a name no longer in the registry is read as a ranking."""
 
 
 def report_options(config: dict, **overrides: object) -> ReportConfig:
@@ -44,16 +46,57 @@ def report_options(config: dict, **overrides: object) -> ReportConfig:
 def run_curves(data: RunData, options: ReportConfig) -> Curves:
     """Curves for every selector and oracle of the run, from its curve sample (docs/estimators.md)."""
     ks = doubling_ks(data.n) if data.n else [1]
-    scores = {**data.scores, **data.oracle_scores}
-    candidates = {name: data.candidate for name in data.scores}  # the oracle's scores are read as recorded
-    return compute_curves(data.correct, data.curve, scores, ks, options.bootstrap, options.confidence, options.seed,
-                          estimators=ESTIMATORS, candidates=candidates, softmax=options.soft_bon)  # fmt: skip
+    # A vote is taken again inside each subset: it reads the patches' clusters, not the sizes it recorded over all N.
+    own = {name: np.where(np.isnan(s), np.nan, data.clusters) if ESTIMATORS.get(name) == "majority" else s
+           for name, s in data.scores.items()}  # fmt: skip
+    scores = {**own, **data.oracle_scores}
+    candidates = {name: data.candidate for name in data.scores}
+    candidates.update({name: data.oracle_candidate for name in data.oracle_scores})  # flags never move the oracle
+
+    def curves_of(curve: np.ndarray, names: list[str]) -> Curves:
+        return compute_curves(data.correct, curve, {name: scores[name] for name in names}, ks, options.bootstrap,
+                              options.confidence, options.seed, estimators=ESTIMATORS,
+                              candidates={name: c for name, c in candidates.items() if name in names},
+                              softmax=options.soft_bon, majority=options.majority)  # fmt: skip
+
+    return without_left_out(curves_of(data.curve, list(scores)), data, curves_of)
+
+
+def without_left_out(curves: Curves, data: RunData, curves_of: Callable[[np.ndarray, list[str]], Curves]) -> Curves:
+    """Each selector's selected@k, loss@k and gap over the tasks it selected: a task whose selection failed on
+    infrastructure (``RunData.left_out``) is out of that selector's curves, its loss and gap measured against the
+    coverage of the same tasks, never scored 0 (docs/failure-taxonomy.md, "Selection"). Ks the whole report does not
+    measure stay unmeasured."""
+    row = {t: i for i, t in enumerate(data.task_ids)}
+    rows = np.flatnonzero(curves.included)
+    for name, tasks in data.left_out.items():
+        if name not in curves.selected or not tasks:
+            continue
+        curve = data.curve.copy()
+        curve[[row[t] for t in tasks if t in row]] = False
+        own = curves_of(curve, [name])
+        for series in ("selected", "loss", "gap"):
+            band = getattr(own, series)[name]
+            getattr(curves, series)[name] = Band(
+                *(np.where(curves.measured, v, np.nan) for v in (band.mean, band.lo, band.hi))
+            )
+        if name in own.boot:
+            curves.boot[name] = np.where(curves.measured, own.boot[name], np.nan)
+        else:
+            curves.boot.pop(name, None)
+        if name in own.estimated:
+            curves.estimated[name] = own.estimated[name]
+        per_task = np.full((rows.size, len(curves.ks)), np.nan)
+        per_task[np.searchsorted(rows, np.flatnonzero(own.included))] = own.per_task_selected[name]
+        curves.per_task_selected[name] = per_task
+    return curves
 
 
 def serving_stats(store: RunStore) -> dict | None:
     """The model serving's figures over the run's invocations (``model_stats`` events); None when none recorded."""
     events = store.events_of("model_stats")
-    if not events:
+    chosen = store.events_of("launcher")  # why this server ran (models/choice.py), at each invocation's start
+    if not events and not chosen:
         return None
     queries = sum(e.get("prefix_cache_queries") or 0 for e in events)
     hits = sum(e.get("prefix_cache_hits") or 0 for e in events)
@@ -62,9 +105,12 @@ def serving_stats(store: RunStore) -> dict | None:
     engines = [
         {**row, "invocation": i} for i, e in enumerate(events) for row in (e.get("per_engine") or [])
     ]  # fmt: skip
+    last = events[-1] if events else {}
     return {
-        "launcher": events[-1].get("launcher"),
-        "source": events[-1].get("source"),
+        "launcher": last.get("launcher") or (chosen[-1]["launcher"] if chosen else None),
+        "launcher_reason": chosen[-1]["reason"] if chosen else None,
+        "launcher_figures": chosen[-1].get("figures") if chosen else None,
+        "source": last.get("source"),
         "start_s": [e["start_s"] for e in events if e.get("start_s") is not None],
         "prefix_cache_queries": queries if known else None,
         "prefix_cache_hits": hits if known else None,
@@ -81,6 +127,8 @@ def _selector_block(data: RunData, curves: Curves, name: str) -> dict:
     chosen = data.selections.get(name, {})
     winners = [s.winner for s in chosen.values() if s.winner]
     resolved = sum(1 for w in winners if (v := data.grades.get(w)) is not None and v.status == "pass")
+    left_out = data.left_out.get(name, {})
+    tasks = len(data.task_ids) - len(left_out)  # a task left out is not scored against the selector
     return {
         "estimator": ESTIMATORS.get(name, "rank"),
         "estimate": None if (e := curves.estimated.get(name)) is None else {
@@ -92,8 +140,9 @@ def _selector_block(data: RunData, curves: Curves, name: str) -> dict:
         "gap_recovered": curves.gap[name].as_dict(),
         "winners": len(winners),
         "winners_resolved": resolved,
-        "winner_accuracy": round(resolved / len(data.task_ids), 6) if data.task_ids else 0.0,
-        "tasks_without_selection": len(data.task_ids) - len(chosen),
+        "winner_accuracy": round(resolved / tasks, 6) if tasks else 0.0,
+        "tasks_without_selection": tasks - len(chosen),
+        "tasks_left_out": dict(left_out),
     }
 
 
@@ -116,6 +165,8 @@ def infra_section(data: RunData) -> dict:
         "attempts_failed": len(events),
         "attempts_by_kind": dict(Counter(str(e.get("error") or "other") for e in events)),
         "attempts_retried": sum(1 for e in events if e.get("retry")),
+        "tasks_not_prepared": dict(data.unprepared),
+        "selections": sum(len(tasks) for tasks in data.left_out.values()),
     }
 
 

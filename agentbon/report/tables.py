@@ -126,6 +126,15 @@ def headline(s: dict) -> Table:
             kinds[k] = kinds.get(k, 0) + v
         notes.append(f"Infra errors left: {infra['rollouts']} rollouts, {infra['verifications']} verifications ("
                      + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) + "); a resume re-runs them.")  # fmt: skip
+    unprepared = infra.get("tasks_not_prepared") or {}
+    if unprepared:
+        notes.append(f"{len(unprepared)} task(s) could not be prepared, their rollouts not run (a resume runs them): "
+                     + "; ".join(f"{t} ({why[:80]})" for t, why in list(unprepared.items())[:5]))  # fmt: skip
+    for name, block in m["selectors"].items():
+        if block.get("tasks_left_out"):
+            left = block["tasks_left_out"]
+            notes.append(f"{name}: {len(left)} task(s) left out of its curves and winners, their selection failed on "
+                         f"infrastructure (a resume selects them): " + ", ".join(list(left)[:10]))  # fmt: skip
     weaker = {how: count for how, count in (r.get("isolation") or {}).items() if how != "docker"}
     if weaker:
         notes.append("Weaker isolation than a hardened sandbox: " + "; ".join(
@@ -221,16 +230,17 @@ def selectors(s: dict) -> Table:
         notes.append("The oracle picks with the grading tests: an upper bound (= coverage), never a selector.")
     drawn = [n for n in s["selectors"] if m["selectors"][n]["estimator"] != "rank" and not m["selectors"][n].get("estimate")]
     if drawn:
-        notes.append(", ".join(drawn) + ": selected@k is the exact expectation of the selector's random draw over "
-                     "k-subsets (random: a uniform choice; soft-bon: a softmax over critic scores), not one draw.")  # fmt: skip
+        notes.append(", ".join(drawn) + ": selected@k is the exact expectation over k-subsets of the selector run on "
+                     "each (random: a uniform choice; soft-bon: a softmax over critic scores; majority: a vote inside "
+                     "the subset), not one draw.")  # fmt: skip
     for name in s["selectors"]:
         if (e := m["selectors"][name].get("estimate")) is not None:
             se = e["se"][last]
             notes.append(f"{name}: selected@k is an unbiased estimate of the expectation of its draw, not the exact "
                          f"sum over k-subsets ({e['draws']} draw(s) of each kind per task; Monte Carlo standard error "
                          f"at k = {k}: {'—' if se is None else f'{100 * se:.3f}'} points, already inside the interval). "
-                         "report.soft_bon: auto sums exactly up to about half a second of work, exact always "
-                         "(docs/estimators.md).")  # fmt: skip
+                         "report.soft_bon / report.majority: auto sums exactly up to about half a second of work, "
+                         "exact always (docs/estimators.md).")  # fmt: skip
     return Table("selectors", f"Selectors at k = {k}", headers, rows, notes)
 
 
@@ -332,6 +342,8 @@ def cost(s: dict) -> Table:
         ["cost per rollout / per scoring", f"{num(c['sample_cost'], unit)} / {num(c['scoring_cost'], unit)}"],
     ]  # fmt: skip
     serving = s.get("serving") or {}
+    if serving.get("launcher_reason"):
+        rows.append(["model server", f"{serving['launcher']}: {serving['launcher_reason']}"])
     if serving.get("prefix_cache_hit_rate") is not None:
         hits, queries = serving["prefix_cache_hits"], serving["prefix_cache_queries"]
         rows.append(

@@ -432,7 +432,7 @@ class DockerBackend:
         """Create and start the container (two engine calls, no inspect); return its id."""
         host_config = api.create_host_config(
             network_mode=self.config.network,
-            nano_cpus=int(self.config.cpus * 1e9),
+            nano_cpus=int(self.config.cpus * 1e9) if self.config.cpus else None,  # None: no cap
             mem_limit=self.config.memory,
             memswap_limit=self.config.memory,
             pids_limit=self.config.pids,

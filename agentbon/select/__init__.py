@@ -14,6 +14,7 @@ from agentbon.errors import ConfigError
 from agentbon.protocols import Critic, Selector
 from agentbon.select.base import FLAGGED, INVALID_SCORE, blocking_flags, invalid_reason
 from agentbon.select.selectors import (
+    BaseSelector,
     CriticOnly,
     CriticThenTests,
     Majority,
@@ -24,11 +25,11 @@ from agentbon.select.selectors import (
     TestsThenCritic,
 )
 
-SELECTORS: dict[str, type] = {
+SELECTORS: dict[str, type[BaseSelector]] = {
     cls.name: cls
     for cls in (TestsThenCritic, CriticThenTests, TestsOnly, CriticOnly, Majority, SoftBestOfN, RandomChoice, Oracle)
 }
-USES_CRITIC = {"tests-then-critic", "critic-then-tests", "critic", "soft-bon"}
+"""Every selector by name; its traits are class attributes (``estimator``, ``uses_critic``, ``reads_tests``)."""
 
 
 def make_selector(
@@ -44,7 +45,7 @@ def make_selector(
     config = config or SelectConfig()
     if name not in SELECTORS:
         raise ConfigError(f"unknown selector {name!r} (known: {', '.join(SELECTORS)})")
-    if name in USES_CRITIC and critic is None and config.critic != "none":
+    if SELECTORS[name].uses_critic and critic is None and config.critic != "none":
         from agentbon.critic import make_critic
 
         critic = make_critic(config.critic, path=config.critic_path, model=model, store=store)

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Collection, Sequence
+from typing import Literal
 
 import numpy as np
 
 from agentbon.protocols import Candidate, Critic
 from agentbon.types import Ranked, Selection, Task, normalise_patch
 
-INVALID_SCORE = -1.0
-"""Score of a candidate that cannot be right (empty patch, infra error, patch that does not apply): always last."""
+INVALID_SCORE = -math.inf
+"""Score of a candidate that cannot be chosen (empty patch, infra error, patch that does not apply, a blocking flag):
+below every real score, whatever the selector's scale (soft-bon's draws are unbounded below); JSON null on disk."""
+Estimator = Literal["rank", "uniform", "softmax", "majority"]
+"""How the report turns a selector's choice into selected@k, exactly that selector run on each k-subset
+(docs/estimators.md, section 4): ``rank``, the top recorded score wins, ties uniformly (the scores do not depend on
+the other candidates); ``uniform``, a uniform choice among the candidates; ``softmax``, the recorded scores are the
+logits of a softmax draw; ``majority``, the largest cluster of identical patches within the subset wins (its
+recorded cluster sizes count the whole task, so the report votes again in each subset)."""
 FLAGGED = "flagged: "
 """Head of the ranked reason of a candidate that a flag keeps from being chosen (``flagged: forged, tampered``)."""
 TIERS = {"fail": 0, "undecided": 1, "pass": 2}

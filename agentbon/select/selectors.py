@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from agentbon.protocols import Candidate, Critic
 from agentbon.select.base import (
     FLAGGED,
     INVALID_SCORE,
+    Estimator,
     blocking_flags,
     critic_scores,
     evidence_tier,
@@ -32,11 +34,17 @@ TIE_BREAK = 1e-8
 """``critic-then-tests``: an evidence tier step, below the critic's rounding (1e-6), so the critic always ranks first."""
 
 
-class _Base:
+class BaseSelector:
     """Shared by every selector: which candidates it may choose (flags included), and the fallback when none."""
 
     name = ""
     oracle = False
+    estimator: ClassVar[Estimator] = "rank"
+    """How the report computes this selector's selected@k (:data:`agentbon.select.base.Estimator`)."""
+    uses_critic: ClassVar[bool] = False
+    """Whether it reads a critic (``make_selector`` builds the configured one)."""
+    reads_tests: ClassVar[bool] = True
+    """Whether it reads the evidence tests (the frontier prices one that does not at no verification)."""
 
     def __init__(
         self,
@@ -104,11 +112,12 @@ class _Base:
         return getattr(self.critic, "name", "critic") if self.critic is not None else "no critic"
 
 
-class TestsThenCritic(_Base):
+class TestsThenCritic(BaseSelector):
     """Evidence pass first; the critic orders candidates only within a tier that holds more than one."""
 
     __test__ = False
     name = "tests-then-critic"
+    uses_critic = True
 
     def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
         valid, scores, reasons = self._split(candidates, allowed)
@@ -135,12 +144,13 @@ class TestsThenCritic(_Base):
         return rank(self.name, task, candidates, scores, reasons, why, self.seed)
 
 
-class CriticThenTests(_Base):
+class CriticThenTests(BaseSelector):
     """The critic ranks; the evidence tier breaks ties between equal critic scores (a discrete critic, such as the
     heuristic prior, ties often). Beside ``tests-then-critic`` it shows what trusting the critic first costs or buys."""
 
     __test__ = False
     name = "critic-then-tests"
+    uses_critic = True
 
     def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
         valid, scores, reasons = self._split(candidates, allowed)
@@ -154,7 +164,7 @@ class CriticThenTests(_Base):
         return rank(self.name, task, candidates, scores, reasons, why, self.seed)
 
 
-class TestsOnly(_Base):
+class TestsOnly(BaseSelector):
     """Evidence tier only: uniform among the candidates of the best tier."""
 
     name = "tests"
@@ -170,10 +180,11 @@ class TestsOnly(_Base):
         )
 
 
-class CriticOnly(_Base):
+class CriticOnly(BaseSelector):
     """The critic's score alone (tests ignored)."""
 
     name = "critic"
+    uses_critic = True
 
     def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
         valid, scores, reasons = self._split(candidates, allowed)
@@ -193,10 +204,13 @@ class CriticOnly(_Base):
         return selection.model_copy(update={"ranked": ranked})
 
 
-class Majority(_Base):
-    """The most common normalised patch (clusters by ``patch_hash``); ties uniform."""
+class Majority(BaseSelector):
+    """The most common normalised patch (clusters by ``patch_hash``); ties uniform. Its recorded score is the
+    candidate's cluster size among the candidates it saw, so the report votes again inside each k-subset."""
 
     name = "majority"
+    estimator = "majority"
+    reads_tests = False
 
     def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
         valid, scores, reasons = self._split(candidates, allowed)
@@ -216,7 +230,7 @@ class Majority(_Base):
         )
 
 
-class SoftBestOfN(_Base):
+class SoftBestOfN(BaseSelector):
     """Samples the winner from softmax(critic / temperature), seeded (Gumbel-max, so every subset is soft too).
 
     Each candidate's recorded score is its logit ``critic / temperature`` (the report's exact
@@ -224,6 +238,9 @@ class SoftBestOfN(_Base):
     """
 
     name = "soft-bon"
+    estimator = "softmax"
+    uses_critic = True
+    reads_tests = False
 
     def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
         valid, scores, reasons = self._split(candidates, allowed)
@@ -248,10 +265,12 @@ class SoftBestOfN(_Base):
         return selection.model_copy(update={"ranked": ranked})
 
 
-class RandomChoice(_Base):
+class RandomChoice(BaseSelector):
     """A seeded uniform choice among the valid candidates."""
 
     name = "random"
+    estimator = "uniform"
+    reads_tests = False
 
     def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
         valid, scores, reasons = self._split(candidates, allowed)
@@ -261,7 +280,7 @@ class RandomChoice(_Base):
         return rank(self.name, task, candidates, scores, reasons, "uniform among valid candidates", self.seed)
 
 
-class Oracle(_Base):
+class Oracle(BaseSelector):
     """The grading tests choose: an upper bound, reported as the oracle and never as a selector.
 
     Flags do not move it: it ranks by the grade alone, so that it stays the upper bound coverage@k measures

@@ -60,6 +60,7 @@ def swebench() -> SimpleNamespace:
         parse_test_exit_code=grading.parse_test_exit_code,
         resolve_case=getattr(grading, "_resolve_case", None),
         classify_logs=infra_failure.classify_logs,
+        classify_text=infra_failure.classify_text,
         parsers=PARSER_REGISTRY,
         invalid_markers={
             constants.APPLY_PATCH_FAIL: "the harness log says a patch did not apply",
@@ -139,28 +140,51 @@ APPLIED = "agentbon-applied: "
 def apply_script(diff: str, paths: str) -> str:
     """Shell that applies a candidate the way the harness does (swebench's ``GIT_APPLY_CMDS``), staged for the guard.
 
-    In the harness's order: ``git apply``, then ``git apply --3way``, then ``patch --batch --forward --fuzz=5``. Each
-    fallback is tried with ``--check``/``--dry-run`` first, so a failed attempt leaves nothing behind (the harness
-    resets the tree between attempts instead, which would also undo what the image changed in it). What ``patch``
-    wrote is staged from the patch's own file list (``paths``: NUL-separated), so untracked files of the image are
-    never taken for the candidate's. ``git apply --reject`` is left out: it exits non-zero whenever a hunk is
-    rejected, so it succeeds only where plain ``git apply`` did. Exit 97 when nothing applies; the output then holds
-    each attempt's error."""
+    In the harness's order: ``git apply``, then ``git apply --3way``, then ``patch --batch --forward --fuzz=5``, and
+    when none applies, the harness's last check, ``git apply --check --reverse`` on the tree its last attempt (the
+    ``patch`` run, for real) left: a patch already in the tree counts as applied. Each earlier attempt is tried
+    with ``--check``/``--dry-run`` first, so a failed one leaves nothing behind (the harness resets the tree
+    between attempts instead, with ``git clean``, which would also undo what the image changed in it). What ``patch`` wrote is staged from the patch's own file list
+    (``paths``: NUL-separated), so untracked files of the image are never taken for the candidate's. ``git apply
+    --reject`` is left out: it exits non-zero whenever a hunk is rejected, so it succeeds only where plain ``git
+    apply`` did (tests/swebench/test_apply_chain.py runs both chains on the same patches). Exit 97 when nothing
+    applies; the output then holds each attempt's error."""
     d, p = shlex.quote(diff), shlex.quote(paths)
-    fuzz = f"patch --batch --forward --fuzz=5 -p1 --no-backup-if-mismatch -i {d}"
+    fuzz = f"patch --batch --forward --fuzz=5 -p1 -i {d}"  # its .orig backups too, as in the harness's tree
     return (
         f"if git apply --index --whitespace=nowarn {d}; then how='git apply'\n"
         f"elif git apply --3way --check {d} 2>/dev/null; then git apply --3way --whitespace=nowarn {d} && how='git apply --3way'\n"
         f"elif {fuzz} --dry-run >/dev/null; then {fuzz} >/dev/null && "
         f"git add -A --pathspec-from-file={p} --pathspec-file-nul && how='patch --fuzz=5'\n"
+        f"else {fuzz} >/dev/null 2>&1\n"  # for real, as the harness's last attempt: the tree it leaves is checked
+        f"  if git apply --check --reverse {d} 2>/dev/null; then "
+        f"git add -A --pathspec-from-file={p} --pathspec-file-nul && how='{ALREADY_APPLIED}'; fi\n"
         f"fi\n"
         f'[ -n "${{how:-}}" ] || exit 97\n'
         f'echo "{APPLIED}$how"'
     )  # fmt: skip
 
 
-def run(sandbox: Sandbox, script: str, vdir: str, timeout_s: float) -> tuple[str | None, str]:
-    """Run the eval script as the harness does (``/bin/bash``); the log, or None and why there is none."""
+ALREADY_APPLIED = "git apply --check --reverse (already in the tree)"
+
+
+def timed_out_log(output: str, timeout_s: float) -> str:
+    """A timed-out run's output as the harness leaves it: the tail, then its own line (which its triage reads)."""
+    return f"{output[-4000:]}\n\nTimeout error: {timeout_s:g} seconds exceeded."
+
+
+def triage(text: str) -> tuple[str, str] | None:
+    """The harness's advisory triage of a log, (reason, tier): ``infra_failure.classify_text``; None where the
+    log matches no signature or the ``swebench`` package is absent."""
+    try:
+        return swebench().classify_text(text)
+    except MissingExtra:
+        return None
+
+
+def run(sandbox: Sandbox, script: str, vdir: str, timeout_s: float) -> tuple[str | None, str, bool]:
+    """Run the eval script as the harness does (``/bin/bash``): the log (None when there is none), why there is
+    none, and whether the run went past ``timeout_s`` (its log then holds what it wrote, and the harness's line)."""
     sandbox.write_file(f"{vdir}/eval.sh", script)
     log_path = f"{vdir}/test_output.txt"
     ran = sandbox.exec(  # as root: the harness's eval scripts install into the image's root-owned environment
@@ -169,12 +193,15 @@ def run(sandbox: Sandbox, script: str, vdir: str, timeout_s: float) -> tuple[str
         workdir=sandbox.workdir,
         user="root",
     )
-    if ran.timed_out:
-        return None, f"test run timed out after {timeout_s:g}s"
     try:
-        return sandbox.read_file(log_path).decode("utf-8", "replace"), ""
+        log = sandbox.read_file(log_path).decode("utf-8", "replace")
     except FileNotFoundError:
-        return None, f"the eval script wrote no log (exit {ran.exit_code}): {ran.output[-300:].strip()}"
+        log = None
+    if ran.timed_out:
+        return timed_out_log(log or ran.output, timeout_s), f"test run timed out after {timeout_s:g}s", True
+    if log is None:
+        return None, f"the eval script wrote no log (exit {ran.exit_code}): {ran.output[-300:].strip()}", False
+    return log, "", False
 
 
 def _outcome(status_map: dict[str, str], test_id: str) -> TestOutcome:

@@ -372,9 +372,11 @@ class TestVerifier:
     def _run_harness(
         self, sandbox: Sandbox, task: Task, tests: TestSet, patch: str, vdir: str
     ) -> tuple[str, str, dict]:
-        log, why = harness.run(sandbox, harness.eval_script(task, tests), vdir, self.config.timeout_s)
+        log, why, timed_out = harness.run(sandbox, harness.eval_script(task, tests), vdir, self.config.timeout_s)
         if not sandbox.isolation.startswith("docker"):  # a container goes with its files
             self._sh(sandbox, f"rm -rf {vdir}")
+        if timed_out:
+            raise _Fail(why, log=log, timed_out=True)
         if log is None:
             raise _Fail(why)
         return harness.judge(task, tests, patch, log)
@@ -421,7 +423,7 @@ class TestVerifier:
         # As the sandbox's user.
         ran = sandbox.exec(command, timeout=self.config.timeout_s + RUNNER_GRACE_S, workdir=sandbox.workdir)
         if ran.timed_out:
-            raise _Fail("test run timed out", log=ran.output[-4000:])
+            raise _Fail("test run timed out", log=harness.timed_out_log(ran.output, self.config.timeout_s), timed_out=True)
         report = self._read_json(sandbox, result_path)
         if report is None:
             raise _Fail(f"the test runner reported nothing (exit {ran.exit_code}; killed?)", log=ran.output[-4000:])
@@ -452,6 +454,7 @@ class TestVerifier:
         if outside:
             fields.setdefault("flags", []).append(outside)
         if report.get("timed_out"):
+            fields.update(log=harness.timed_out_log(fields["log"], self.config.timeout_s), timed_out=True)
             return "fail", f"test run timed out after {self.config.timeout_s:g}s", fields
         forged = self._forged(tests, report, junit, plan, fields)
         if forged:

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from tests.swebench.conftest import mirror  # noqa: F401  - where SWE-bench fixture instances are cloned from
+
 
 @pytest.fixture(scope="session")
 def engine():

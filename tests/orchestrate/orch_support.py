@@ -41,14 +41,18 @@ def _head(repo: Path) -> str:
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
 
 
-def fakes(root: Path, table: dict[str, str] | None = None, default: str = "no fix", **backend) -> Factories:
-    """Factories of fakes: planned model replies, fake agent/backend/verifier/selector, no server, no report."""
+def fakes(
+    root: Path, table: dict[str, str] | None = None, default: str = "no fix", judge_down: Path | None = None, **backend
+) -> Factories:
+    """Factories of fakes: planned model replies, fake agent/backend/verifier/selector, no server, no report.
+
+    ``judge_down``: while this file exists, the ``critic`` selector's judge fails on the tasks it names."""
     return Factories(
         backend=functools.partial(FakeBackend, root=str(root / "sandboxes"), **backend),
         agent=FakeAgent,
         model=functools.partial(planned_model, table=table or {}, default=default),
         verifier=functools.partial(FakeVerifier, log=str(root / "verify.log")),
-        selector=FakeSelector,
+        selector=functools.partial(FakeSelector, judge_down=str(judge_down) if judge_down else None),
         server=functools.partial(FakeService, restarts=str(root / "restarts.log")),
         report=no_report,
     )

@@ -60,6 +60,26 @@ def test_two_suites_with_the_same_file_name_are_two_runs(tmp_path: Path, monkeyp
     assert sorted(len(RunStore(r).tasks()) for r in runs) == [1, 2]
 
 
+@pytest.mark.ray
+@pytest.mark.usefixtures("ray_session")
+def test_a_judge_down_makes_the_run_exit_3_and_the_same_command_selects_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    down = tmp_path / "judge-down"
+    down.write_text("b\n")
+    monkeypatch.setattr("agentbon.cli.run.make_factories", lambda: fakes(tmp_path, {"b/0": "FIX"}, judge_down=down))
+    suite = write_suite(tmp_path, ["a", "b"])
+    args = [str(suite), "-n", "1", "--run-dir", str(tmp_path / "runs"), "--model", "fake",
+            "-c", "select.selectors=[first, critic, oracle]"]  # fmt: skip
+    first = invoke(*args)
+    assert first.exit_code == 3, first.output
+    assert "infrastructure errors left" in first.output and "1 selection (ServerFailure 1)" in first.output
+    down.unlink()
+    again = invoke(*args)
+    assert again.exit_code == 0, again.output
+    assert "0 rollouts planned, 2 already done" in again.output
+
+
 def test_bad_override_names_the_key(tmp_path: Path) -> None:
     suite = write_suite(tmp_path, ["a"])
     result = CliRunner().invoke(app, ["run", str(suite), "-c", "verify.concurrency=lots"])

@@ -104,6 +104,7 @@ def older_default_run_id(suite: str, config: RunConfig) -> str:
     """The default run id of agentbon before the suite's tasks were part of it (its code, as it was)."""
     keys = ("model.name", "model.temperature", "model.top_p", "model.top_k", "model.max_tokens", "model.seed", "agent")
     data = config.model_dump(mode="json")
+    del data["agent"]["prompts_digest"]  # a field that agentbon did not have then
 
     def pick(dotted: str) -> object:
         value: object = data

@@ -201,3 +201,33 @@ def test_early_stop_cancels_a_migration_tasks_other_rollouts(tmp_path: Path) -> 
     # Resume: the task already passed, so its missing rollouts are skipped again, not run.
     again = run_batch(tasks, config(tmp_path, "early_stop_fixed=1", n=6, run_id="r"), factories=f)
     assert again.planned == 0 and set(again.saved.skipped) == not_run
+
+
+def test_the_run_records_and_shows_which_server_it_chose_and_why(tmp_path: Path) -> None:
+    """The model service decides (a CPU given as /proc/cpuinfo text); the run applies, shows and records it."""
+    import functools
+
+    from agentbon.models.choice import decide
+    from agentbon.report.summary import serving_stats
+    from agentbon.testing import FakeService
+    from tests.models.test_choice import EPYC_AVX2, facts
+
+    class ChoosingService(FakeService):
+        def choose(self, *, log):
+            log("measuring both servers once")  # what a calibration says while it runs
+            return decide(self.config.launcher, facts(EPYC_AVX2))
+
+    shown: list[tuple[str, dict]] = []
+    f = fakes(tmp_path)
+    f = type(f)(**{**f.__dict__, "server": functools.partial(ChoosingService, restarts=None)})
+    result = run_batch(
+        make_tasks(tmp_path, ["a"]), config(tmp_path, n=1, run_id="chosen"), factories=f,
+        emit=lambda kind, **data: shown.append((kind, data)),
+    )
+    store = RunStore(result.path)
+    assert store.config()["model"]["launcher"] == "llama-cpp"  # the store names what ran
+    (event,) = store.events_of("launcher")
+    assert event["launcher"] == "llama-cpp" and "AMD EPYC, 2 cores, avx2" in event["reason"]
+    assert serving_stats(store)["launcher_reason"] == event["reason"]
+    kinds = [kind for kind, _ in shown]
+    assert kinds.index("note") < kinds.index("launcher") < kinds.index("plan")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import subprocess
 from pathlib import Path
 
 import docker.errors
@@ -26,7 +27,7 @@ from agentbon.errors import (
     ServerFailure,
     TaskError,
 )
-from agentbon.orchestrate.faults import TAXONOMY, classify
+from agentbon.orchestrate.faults import OUTSIDE_AGENT, PLACES, TAXONOMY, classify
 
 DOC = Path(__file__).parents[2] / "docs" / "failure-taxonomy.md"
 
@@ -60,13 +61,59 @@ ROWS: list[tuple[BaseException, bool, str]] = [
 
 @pytest.mark.parametrize(("exc", "infra", "recorded_as"), ROWS, ids=[f"{type(e).__name__}-{i}" for i, (e, *_) in enumerate(ROWS)])
 def test_each_failure_source_is_classified_once(exc: BaseException, infra: bool, recorded_as: str) -> None:
-    failure = classify(exc)
+    failure = classify(exc, place="agent")
     assert (failure.infra, failure.recorded_as, failure.kind) == (infra, recorded_as, type(exc).__name__)
 
 
+OUTSIDE: list[BaseException] = [
+    PermissionError(errno.EACCES, "Permission denied", "/cache/agentbon/mirrors"),
+    ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"),
+    OSError(errno.EROFS, "Read-only file system", "/tmp/agentbon-sandbox"),
+    subprocess.CalledProcessError(128, ["git", "clone", "-q", "/suite/repo", "/tmp/x"], stderr=b"fatal: not a repo"),
+    FileNotFoundError(errno.ENOENT, "No such file or directory", "/suite/repo"),
+    ValueError("a bug in the backend"),
+    RuntimeError("model client cannot be built"),
+]
+
+
+@pytest.mark.parametrize("place", OUTSIDE_AGENT)
+@pytest.mark.parametrize("exc", OUTSIDE, ids=[type(e).__name__ for e in OUTSIDE])
+def test_an_exception_outside_the_agent_loop_is_infrastructure(exc: BaseException, place: str) -> None:
+    """Preparation, model construction, sandbox open, taking the patch, closing, verification and selection are not
+    the model's doing: what no row names there is infrastructure (retried, left out of n), never `agent_error`."""
+    failure = classify(exc, place=place)  # type: ignore[arg-type]
+    assert (failure.infra, failure.recorded_as, failure.kind) == (True, "infra_error", type(exc).__name__)
+
+
+@pytest.mark.parametrize("exc", OUTSIDE, ids=[type(e).__name__ for e in OUTSIDE])
+def test_the_model_failure_default_covers_only_the_agent_loop(exc: BaseException) -> None:
+    assert (classify(exc, place="agent").infra, classify(exc, place="agent").recorded_as) == (False, "agent_error")
+
+
+@pytest.mark.parametrize(("exc", "place", "infra"), [
+    (PatchError("patch of 80 MB"), "diff", False),  # taking the patch: the agent made it too large
+    (SandboxDiskLimit("wrote 10g"), "diff", False),
+    (ContextLengthExceeded("candidates too long for the judge"), "select", False),  # the critic's own outcome
+    (ModelError("judge answered nothing"), "select", False),
+    (ServerFailure("judge server down"), "select", True),
+    (ModelTimeout("judge timed out"), "select", True),
+    (EndpointMisconfigured("judge model unknown (HTTP 404)"), "select", True),
+    (ModelError("client refused its settings"), "model", True),  # no model call has happened yet
+    (PatchError("cannot diff"), "prepare", True),
+    (OSError(errno.ENOSPC, "No space left on device"), "agent", True),  # the machine, wherever it happens
+])  # fmt: skip
+def test_rows_that_name_their_places_decide_there(exc: BaseException, place: str, infra: bool) -> None:
+    assert classify(exc, place=place).infra is infra  # type: ignore[arg-type]
+
+
+def test_an_unknown_place_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown place 'agnet'"):
+        classify(ValueError("x"), place="agnet")  # type: ignore[arg-type]
+
+
 def test_a_server_failure_restarts_the_server_and_nothing_else_does() -> None:
-    assert classify(ServerFailure("down")).server
-    assert not any(classify(e).server for e, *_ in ROWS if not isinstance(e, ServerFailure))
+    assert classify(ServerFailure("down"), place="agent").server
+    assert not any(classify(e, place="agent").server for e, *_ in ROWS if not isinstance(e, ServerFailure))
 
 
 def test_ray_wrapped_exceptions_are_classified_by_their_cause() -> None:
@@ -74,7 +121,7 @@ def test_ray_wrapped_exceptions_are_classified_by_their_cause() -> None:
         raise SandboxGone("killed")
     except SandboxGone as e:
         wrapped = rex.RayTaskError("run_rollout", "tb", e)
-    assert classify(wrapped).infra and classify(wrapped).kind == "SandboxGone"
+    assert classify(wrapped, place="agent").infra and classify(wrapped, place="agent").kind == "SandboxGone"
 
 
 def test_every_row_of_the_code_is_a_row_of_the_doc_and_the_reverse() -> None:
@@ -85,6 +132,13 @@ def test_every_row_of_the_code_is_a_row_of_the_doc_and_the_reverse() -> None:
     for line, row in zip(table, TAXONOMY, strict=True):
         outcome = line.split(" | ")[2]
         assert outcome == ("infra" if row.infra else "model") and f"`{row.recorded_as}`" in line
+        where = line.rstrip(" |").split(" | ")[-1]
+        if row.places == PLACES:
+            assert where == "anywhere"
+        elif row.places == OUTSIDE_AGENT:
+            assert where == "every place but `agent`"
+        else:
+            assert where == ", ".join(f"`{place}`" for place in row.places)
 
 
 def test_every_agentbon_error_crosses_from_a_worker_intact() -> None:
@@ -104,4 +158,5 @@ def test_every_agentbon_error_crosses_from_a_worker_intact() -> None:
         ]  # fmt: skip
         exc = cls(*[f"arg{i}" for i in range(len(named))]) if named else cls("message")
         back = pickle.loads(pickle.dumps(exc))
-        assert type(back) is cls and str(back) == str(exc) and classify(back).infra == classify(exc).infra
+        assert type(back) is cls and str(back) == str(exc)
+        assert classify(back, place="agent").infra == classify(exc, place="agent").infra

@@ -28,11 +28,12 @@ def spec(i: int) -> RolloutSpec:
 
 
 def test_classify_infra_model_and_ray_failures() -> None:
-    assert classify(SandboxGone("gone")).infra
-    assert classify(ServerFailure("down")).server
-    assert not classify(ValueError("bad reply")).infra
-    assert classify(rex.WorkerCrashedError()).infra and classify(rex.WorkerCrashedError()).kind == "WorkerCrashedError"
-    assert classify(rex.NodeDiedError("n")).infra
+    assert classify(SandboxGone("gone"), place="agent").infra
+    assert classify(ServerFailure("down"), place="agent").server
+    assert not classify(ValueError("bad reply"), place="agent").infra
+    crashed = classify(rex.WorkerCrashedError(), place="agent")
+    assert crashed.infra and crashed.kind == "WorkerCrashedError"
+    assert classify(rex.NodeDiedError("n"), place="agent").infra
     assert RetryBudget(2).allows(2) and not RetryBudget(2).allows(3)
 
 

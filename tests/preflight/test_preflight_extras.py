@@ -77,6 +77,6 @@ def test_vllm_actors_checks_vllm_in_the_engine_interpreter(empty_home, tmp_path)
 
 
 def test_no_extras_are_needed_with_an_endpoint_or_a_fake_server(empty_home, tmp_path):
-    assert _extras(endpoint="http://127.0.0.1:9/v1", launcher="vllm") == []
+    assert _extras(endpoint="http://127.0.0.1:9/v1") == []  # a launcher beside it is refused at load (inert.py)
     config = RunConfig(model={"launcher": "llama-cpp", "path": str(tmp_path / "absent.gguf")})
     assert check_extras(Context(config, [], Factories(server=FakeService))) == []

@@ -190,7 +190,7 @@ def test_a_disk_fill_past_the_limit_is_stopped_and_reported(open_box, sandbox_co
     box.watchdog.wait(timeout=60)
     with pytest.raises(docker.errors.NotFound):  # removed at once: its layer no longer takes the host's disk
         engine.api.inspect_container(box.id)
-    failure = classify(SandboxDiskLimit("x"))
+    failure = classify(SandboxDiskLimit("x"), place="agent")
     assert not failure.infra and failure.recorded_as == "agent_error"  # the model's outcome, as chaos.md's disk fault
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 import pytest
 
@@ -64,7 +67,7 @@ def test_no_valid_candidate_means_no_winner():
     cands = [cand(0, None), cand(1, "a", status="infra_error")]
     for name in SELECTORS:
         sel = make_selector(name, SelectConfig(critic="none")).select(TASK, cands)
-        assert sel.winner is None and all(r.score == -1.0 for r in sel.ranked)
+        assert sel.winner is None and all(r.score == -math.inf for r in sel.ranked)
     assert make_selector("random").select(TASK, []).winner is None
 
 
@@ -133,3 +136,64 @@ def test_critic_then_tests_trusts_the_critic_over_the_evidence_and_tests_break_i
         TASK, cands
     )
     assert tests_first.winner == "t/1"
+
+
+def test_soft_bon_always_has_a_winner_when_one_candidate_is_valid():
+    # The lone valid candidate's logit is 0 and its Gumbel draw falls below -1 about 6 % of the time: it must still
+    # win, and the empty patch must never rank above it.
+    cands = [cand(0, None), cand(1, "a"), cand(2, "b", status="infra_error")]
+    for seed in range(200):
+        sel = make_selector("soft-bon", critic=CountingCritic({1: 0.0}), seed=seed).select(TASK, cands)
+        assert sel.winner == "t/1", seed
+        assert sel.ranked[0].rollout_id == "t/1" and all(r.score == -math.inf for r in sel.ranked[1:])
+
+
+@pytest.mark.parametrize("name", sorted(SELECTORS))
+def test_an_invalid_candidate_never_outranks_a_valid_one(name):
+    critic = CountingCritic({i: 0.0 for i in range(6)})
+    cands = [cand(0, None), cand(1, "a"), cand(2, None), cand(3, "a"), cand(4, "b", evidence="pass")]
+    for seed in range(50):
+        sel = make_selector(name, critic=critic, seed=seed).select(TASK, cands)
+        valid = [r.score > -math.inf for r in sel.ranked]
+        assert valid == sorted(valid, reverse=True) and sum(valid) == 3 and sel.winner is not None
+
+
+def draws(name: str, cands, critic=None, seeds=range(4000), **config):
+    winners = [make_selector(name, SelectConfig(**config), critic=critic, seed=s).select(TASK, cands).winner
+               for s in seeds]  # fmt: skip
+    return {w: winners.count(w) / len(winners) for w in set(winners)}
+
+
+def test_soft_bon_winner_is_a_softmax_draw_among_valid_candidates_only():
+    # Logits 2 and 0 (temperature 0.5): the winner's chances are e^2/(e^2 + 1) and 1/(e^2 + 1), the empty patch 0.
+    got = draws("soft-bon", [cand(0, "a"), cand(1, "b"), cand(2, None)], CountingCritic({0: 1.0, 1: 0.0}))
+    p = math.exp(2) / (math.exp(2) + 1)
+    assert set(got) == {"t/0", "t/1"} and got["t/0"] == pytest.approx(p, abs=4 * math.sqrt(p * (1 - p) / 4000))
+
+
+def test_majority_winner_is_from_the_largest_cluster_ties_uniform():
+    two_two = draws("majority", [cand(0, "x"), cand(1, "y"), cand(2, "x"), cand(3, "y"), cand(4, "z")])
+    assert set(two_two) == {"t/0", "t/1", "t/2", "t/3"}
+    x = two_two["t/0"] + two_two["t/2"]
+    assert x == pytest.approx(0.5, abs=4 * math.sqrt(0.25 / 4000))
+    assert set(draws("majority", [cand(0, "x"), cand(1, "y"), cand(2, "y")], seeds=range(100))) <= {"t/1", "t/2"}
+
+
+def test_invalid_scores_round_trip_through_the_store_as_standard_json(tmp_path):
+    from agentbon.store import RunStore
+
+    store = RunStore(tmp_path / "run")
+    sel = make_selector("tests", SelectConfig(critic="none")).select(TASK, [cand(0, None), cand(1, "a")])
+    store.save_selection(sel)
+    text = (store.path / "events.jsonl").read_text()
+    json.loads(text.splitlines()[-1], parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert store.selections() == [sel] and sel.ranked[-1].score == -math.inf
+
+
+def test_a_version_1_selection_reads_its_invalid_sentinel_as_minus_infinity():
+    from agentbon.types import Selection
+
+    old = {"version": 1, "run_id": "r", "task_id": "t", "selector": "tests", "winner": "t/1", "reason": "",
+           "ranked": [{"rollout_id": "t/1", "score": 2.0}, {"rollout_id": "t/0", "score": -1.0, "reason": "empty patch"}]}
+    sel = Selection.model_validate(old)
+    assert [r.score for r in sel.ranked] == [2.0, -math.inf]

@@ -53,3 +53,25 @@ def test_a_second_driver_on_the_same_run_is_refused(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", code])
     with store.lock():
         pass
+
+
+def test_standing_failures_are_the_latest_attempts_of_each_task_and_selector(tmp_path: Path) -> None:
+    from agentbon.types import Selection
+
+    store = RunStore(tmp_path / "run")
+    select = lambda task: Selection(run_id="run", task_id=task, selector="critic", winner=f"{task}/0")  # noqa: E731
+    store.save_selection(select("a"))
+    store.append("selector_error", task_id="a", selector="critic", error="ServerFailure: down", infra=True)
+    store.append("selector_error", task_id="b", selector="critic", error="ServerFailure: down", infra=True)
+    store.save_selection(select("b"))  # b was selected again since
+    store.append("selector_error", task_id="c", selector="critic", error="ContextLengthExceeded: x", infra=False)
+    store.append("prepare_failed", task_id="a", error="TaskError", message="gone", attempts=3, rollouts=2)
+    store.append("prepare_failed", task_id="b", error="ImageBuildError", message="no disk", attempts=3, rollouts=2)
+    store.save_rollout(Rollout(run_id="run", task_id="b", index=0, status="submitted"))  # b prepared on a resume
+    with open(store.path / "events.jsonl", "a") as f:
+        f.write('{"type": "selector_error", "task_id": "d", "selector": "critic", "er')  # torn: never read
+    assert list(store.selector_failures()) == [("a", "critic")]
+    assert list(store.prepare_failures()) == ["a"]
+    assert [e["type"] for e in store.events("prepare_failed", "rollout")] == ["prepare_failed", "prepare_failed",
+                                                                             "rollout"]  # fmt: skip
+    assert len(list(store.events())) == 8

@@ -120,4 +120,5 @@ def test_a_test_run_past_the_timeout_fails(flow, tmp_path):
     task = task.model_copy(update={"grade": task.grade.model_copy(update={"eval_script": slow})})
     verifier = TestVerifier(CloneBackend(tmp_path / "slow"), VerifyConfig(timeout_s=3, dedupe=False))
     verdict = verifier.verify(task, _rollout(task, made.gold), "grade")
-    assert (verdict.status, verdict.reason) == ("fail", "test run timed out after 3s")
+    assert (verdict.status, verdict.reason, verdict.timed_out) == ("fail", "test run timed out after 3s", True)
+    assert verdict.log.endswith("\n\nTimeout error: 3 seconds exceeded.")  # the harness's line, which its triage reads
