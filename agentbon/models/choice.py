@@ -183,7 +183,7 @@ def servers(config: ModelConfig) -> dict[str, str]:
 
 
 def choose(config: ModelConfig, *, calibrate: bool = False, log: Callable[[str], None] = lambda msg: None) -> Choice:
-    """The launcher for ``config`` on this machine.
+    """The launcher for ``config`` on this machine: the one it names, else what ``auto`` picks here.
 
     ``calibrate``: where the rule asks for a calibration and none is cached, measure both servers now (minutes,
     once: the figures are cached per machine and model, and every later choice reads them); else such a machine
@@ -193,7 +193,7 @@ def choose(config: ModelConfig, *, calibrate: bool = False, log: Callable[[str],
 
 def _choose(config: ModelConfig, calibrate: bool, log: Callable[[str], None]) -> Choice:
     found = facts(config)
-    choice = decide("auto", found)
+    choice = decide(config.launcher, found)
     if choice.decided_by != "uncalibrated" or not calibrate:
         return choice
     from agentbon.models.calibrate import calibrate as measure

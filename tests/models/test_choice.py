@@ -139,3 +139,15 @@ def test_resolve_model_takes_the_choice(monkeypatch: pytest.MonkeyPatch) -> None
     assert resolve_model(ModelConfig()).launcher == "llama-cpp"
     assert resolve_model(ModelConfig(launcher="vllm")).launcher == "vllm"
     assert resolve_model(ModelConfig(endpoint="http://h:1/v1")).launcher == "auto"  # an endpoint: nothing started
+
+
+def test_a_named_launcher_is_what_the_run_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run asks its model service which server it starts: a launcher the config names is that one, never auto's."""
+    from agentbon.models import choice
+    from agentbon.models.service import ModelService
+
+    monkeypatch.setattr(choice, "facts", lambda config: facts(EPYC_AVX2))  # auto would give llama-cpp here
+    named = ModelService(ModelConfig(launcher="vllm")).choose()
+    assert (named.launcher, named.decided_by) == ("vllm", "config")
+    assert choice.choose(ModelConfig(launcher="vllm-actors")).launcher == "vllm-actors"
+    assert ModelService(ModelConfig()).choose().launcher == "llama-cpp"
