@@ -16,7 +16,7 @@ def test_hit_rate_sums_the_invocations_of_a_resumed_run_and_shows_in_the_cost_ta
                  prefix_cache_queries=3000, prefix_cache_hits=2600, prefix_cache_hit_rate=0.8667)  # fmt: skip
     summary = build_summary(store)
     assert summary["serving"] == {
-        "launcher": "vllm", "source": "metrics", "start_s": [120.5, 98.0],
+        "launcher": "vllm", "launcher_reason": None, "launcher_figures": None, "source": "metrics", "start_s": [120.5, 98.0],
         "prefix_cache_queries": 4000, "prefix_cache_hits": 3200, "prefix_cache_hit_rate": 0.8,
         "gpu_s": None, "gpu_held_s": None, "engine_busy_s": None, "engines": [],
     }  # fmt: skip
