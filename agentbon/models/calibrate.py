@@ -1,9 +1,10 @@
 """How fast each local server runs the model on this machine: a short measurement on a fixed prompt, cached per
 machine and model (docs/models.md, "Which server, and in what format").
 
-Each server is started as a run would start it and sent the run's number of requests in flight (its sandbox slots),
-all sharing one long prompt as the rollouts of a task do, for a fixed window; the figure is the completion tokens
-that streamed back within it per second, prompt processing included. ``auto`` asks for it only where the CPU's
+Each server is started as a run would start it, evaluates the shared prompt once (``warm_s``: its cost is paid once
+per task in a batch, as both servers keep evaluated prompts), then is sent the run's number of requests in flight
+(its sandbox slots), each that shared prompt plus a line of its own as the rollouts of a task are, for a fixed
+window; the figure is the completion tokens that streamed back within it per second. ``auto`` asks for it only where the CPU's
 flags leave the choice open (``models/choice.py``).
 """
 
@@ -28,7 +29,7 @@ from agentbon.models.weights import agentbon_home
 
 VERSION = 1
 """Part of the cache key: a change to the workload below makes earlier figures stale."""
-WINDOW_S = 30.0
+WINDOW_S = 60.0
 """Seconds each server is measured for, once it answers."""
 MAX_TOKENS = 64
 """Completion tokens per request (a request that ends is replaced at once, so the window stays full)."""
@@ -47,6 +48,8 @@ class Measured(BaseModel):
     in_flight: int
     ready_s: float
     """Seconds from launch until the server answered."""
+    warm_s: float = 0.0
+    """Seconds the first evaluation of the shared prompt took (before the window)."""
     window_s: float
     tokens: int
     error: str | None = None
@@ -111,12 +114,23 @@ def save(calibration: Calibration, path: Path | None = None) -> None:
     write_atomic(path, json.dumps(entries, indent=1))
 
 
+def warm(endpoint: str, name: str, *, api_key: str | None = None, timeout_s: float = 900.0) -> float:
+    """Seconds one request of the shared prompt takes with a single completion token (the server then holds it)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    body = {"model": name, "messages": prompt(-1), "max_tokens": 1, "temperature": 0.0}
+    t0 = time.monotonic()
+    with httpx.Client(timeout=timeout_s, trust_env=False, headers=headers) as http:
+        http.post(f"{endpoint.rstrip('/')}/chat/completions", json=body).raise_for_status()
+    return time.monotonic() - t0
+
+
 def prompt(i: int) -> list[dict[str, str]]:
-    """The fixed workload: about 1,500 tokens of code shared by every request, then a line of its own."""
+    """The fixed workload: about 1,500 tokens of code shared by every request, then a line of its own (``i`` -1: the
+    shared part alone, as ``warm`` sends it)."""
     code = "\n".join(f"def scale_{j}(values, factor={j}):\n    return [v * factor + {j} for v in values]\n" for j in range(60))
     return [
         {"role": "system", "content": "You are a careful Python programmer."},
-        {"role": "user", "content": f"{code}\n# request {i}\nWrite pytest tests for every function above, one by one."},
+        {"role": "user", "content": code + ("" if i < 0 else f"\n# request {i}\nWrite pytest tests for every function above.")},
     ]
 
 
@@ -189,12 +203,13 @@ def calibrate(
         try:
             endpoint = server.start()
             ready = time.monotonic() - t0
-            tokens, seconds = measure(
-                endpoint, model.name, in_flight=in_flight, window_s=window_s, api_key=getattr(server, "api_key", None)
-            )
+            key = getattr(server, "api_key", None)
+            warm_s = warm(endpoint, model.name, api_key=key)
+            tokens, seconds = measure(endpoint, model.name, in_flight=in_flight, window_s=window_s, api_key=key)
             measured = Measured(
                 launcher=launcher, tokens_per_s=round(tokens / seconds, 2) if seconds > 0 else 0.0,
-                in_flight=in_flight, ready_s=round(ready, 1), window_s=round(seconds, 1), tokens=tokens,
+                in_flight=in_flight, ready_s=round(ready, 1), warm_s=round(warm_s, 1), window_s=round(seconds, 1),
+                tokens=tokens,
             )  # fmt: skip
         except Exception as e:  # a server that cannot start here loses the comparison, with its reason recorded
             measured = Measured(

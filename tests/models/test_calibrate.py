@@ -24,7 +24,7 @@ class StallingServer:
 
     def __init__(self) -> None:
         self.released = threading.Event()
-        self.requests = 0
+        self.requests = self.warmed = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -32,7 +32,16 @@ class StallingServer:
                 pass
 
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["Content-Length"]))
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if not body.get("stream"):  # the warm-up: one completion token, then the server holds the prompt
+                    outer.warmed += 1
+                    reply = json.dumps({"choices": [{"message": {"content": "x"}}], "usage": {"completion_tokens": 1}})
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(reply)))
+                    self.end_headers()
+                    self.wfile.write(reply.encode())
+                    return
                 outer.requests += 1
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -108,6 +117,7 @@ def test_calibrate_measures_each_server_records_failures_and_caches(tmp_path: Pa
         ModelConfig(), cpu, ["llama-cpp", "vllm"], servers=ids, start=start, window_s=2.0, cache=cache
     )
     assert started == ["llama-cpp", "vllm", "stopped broken"]
+    assert servers["llama-cpp"].warmed == 1  # the shared prompt evaluated once, before the window
     llama, vllm = result.measured
     assert (llama.tokens, llama.in_flight) == (calibrate.SLOTS["llama-cpp"] * TOKENS_PER_REQUEST, 2)
     assert llama.tokens_per_s == pytest.approx(llama.tokens / llama.window_s, rel=0.05)

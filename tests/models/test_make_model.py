@@ -89,6 +89,7 @@ def test_llama_command_queues_requests_instead_of_interrupting():
     assert cmd[1:3] == ["-m", "llama_cpp.server"]
     flags = dict(zip(cmd[3::2], cmd[4::2], strict=True))
     assert flags["--interrupt_requests"] == "False" and flags["--host"] == "127.0.0.1"
+    assert flags["--cache"] == "True" and int(flags["--cache_size"]) >= 1 << 30  # a task's prompt evaluated once
     assert (flags["--model"], flags["--port"], flags["--n_threads"], flags["--n_ctx"]) == (
         "/m.gguf",
         "1234",
