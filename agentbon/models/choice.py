@@ -209,3 +209,18 @@ def vllm_worth_setting_up(cpu: Cpu | None = None) -> bool:
     cpu = cpu or this_cpu()
     rule = next((r for r in CPU_RULES if r.applies(cpu)), None)
     return rule is None or rule.launcher == "vllm"
+
+
+DEMO_TOKENS_PER_ROLLOUT = 690
+"""Completion tokens a rollout of ``tasks/demo`` spends with the embedded model (55k over the 80 rollouts of N=8)."""
+DEMO_MINUTES = 40.0
+"""What the README's demo aims to take on a 2-core machine, start and report included (docs/models.md)."""
+
+
+def demo_n(choice: Choice, tasks: int) -> int:
+    """The demo's N on this machine: the largest of 8, 4 and 2 whose rollouts' completion tokens the chosen server
+    streams within ``DEMO_MINUTES`` at the rate expected of it here (8 where no rate is known)."""
+    rate = choice.expected_tokens_s
+    if not rate:
+        return 8
+    return next((n for n in (8, 4) if tasks * n * DEMO_TOKENS_PER_ROLLOUT / rate <= DEMO_MINUTES * 60), 2)
