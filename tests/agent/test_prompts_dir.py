@@ -74,7 +74,8 @@ def test_a_node_without_the_folder_fails_as_infrastructure_instead_of_using_the_
     shutil.rmtree(tmp_path / "gone")  # as on a node that does not share the driver's disk
     with pytest.raises(PromptsUnavailable, match="cannot read the run's prompt templates") as failed:
         make_agent(config)
-    assert classify(failed.value).infra  # retried and never counted as the model's failure
+    # Built beside the model client: retried and never counted as the model's failure.
+    assert classify(failed.value, place="model").infra
 
 
 def test_templates_changed_under_the_run_are_refused_on_the_worker(tmp_path: Path) -> None:

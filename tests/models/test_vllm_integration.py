@@ -101,7 +101,7 @@ def best_of_4(tmp_path: Path, launcher: str) -> tuple[RunStore, dict]:
         # the serving path (batching, prefix cache, usage), which 24 tokens exercise as well.
         # (Engine actors have no request timeout to raise: the setting is refused there, agentbon/inert.py.)
         f"run_dir={tmp_path}", f"model.launcher={launcher}", "model.max_tokens=24",
-        *(["model.timeout_s=3600"] if launcher == "vllm" else []), "model.ctx=8192",
+        *(["model.timeout_s=3600", "deadline_s=4800"] if launcher == "vllm" else []), "model.ctx=8192",
         # One model call per rollout, over a short file context: the point is the serving path, not the agent.
         "agent.type=edit", "agent.malformed_limit=1", "agent.context_lines=200",
     ]  # fmt: skip

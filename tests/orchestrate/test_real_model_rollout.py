@@ -30,7 +30,10 @@ def test_real_model_drives_a_rollout_through_the_whole_path(tmp_path: Path) -> N
     tasks, errors = load_suite(DEMO / "demo-b-paginate")
     assert not errors
     cfg = load_config(
-        overrides=[f"run_dir={tmp_path}", "model.launcher=llama-cpp", "model.max_tokens=160", "model.timeout_s=1800", "agent.malformed_limit=1"],
+        overrides=[
+            f"run_dir={tmp_path}", "model.launcher=llama-cpp", "model.max_tokens=160", "model.timeout_s=1800",
+            "deadline_s=3000", "agent.malformed_limit=1",
+        ],
         n=1,
         run_id=f"realmodel-{uuid.uuid4().hex[:8]}",
     )
