@@ -176,9 +176,9 @@ class ModelConfig(Section):
     launcher: Literal["auto", "llama-cpp", "vllm", "vllm-actors"] = "auto"
     """What agentbon starts when no endpoint is given: a llama.cpp or vLLM server, or vLLM engines as Ray actors.
     ``auto``: on a GPU host with vLLM's GPU build (the ``gpu`` extra) and a model for it, engine actors on the GPUs
-    (``vllm-actors``: ``engines``, ``tensor_parallel_size``); else the vLLM server where vLLM and a model for it are
-    installed (``scripts/setup.sh`` does both on x86 CPUs; about twice llama.cpp's throughput on a best-of-8 batch, after minutes of warm-up), else llama.cpp (starts
-    in seconds, one request at a time). The run records which one ran."""
+    (``vllm-actors``: ``engines``, ``tensor_parallel_size``); on a CPU, the server this CPU runs faster, by its
+    instruction sets or a cached calibration (``models/choice.py``; docs/models.md, "Which server, and in what
+    format"). The run records which one ran."""
     path: str | None = None
     """Weights for a local server: a GGUF file (llama-cpp) or an HF directory / hub id (vllm). None: the default.
     GPU engines on a cluster read a path on their own nodes (docs/models.md)."""

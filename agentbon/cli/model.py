@@ -36,7 +36,7 @@ def fetch(
 @model_app.command()
 def serve(
     launcher: Annotated[
-        str, typer.Option(help="auto (vllm where installed, else llama-cpp), llama-cpp or vllm.", rich_help_panel="Server")
+        str, typer.Option(help="auto (the one this machine runs faster: agentbon model choose), llama-cpp or vllm.", rich_help_panel="Server")
     ] = "auto",
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free one).", rich_help_panel="Server")] = 0,
     path: Annotated[

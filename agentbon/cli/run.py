@@ -60,7 +60,7 @@ def run(
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model name sent to the endpoint.", rich_help_panel=_MODEL)] = None,
     launcher: Annotated[
-        str | None, typer.Option(help="What to start without an endpoint: auto (vllm where installed, else llama-cpp), llama-cpp, vllm or vllm-actors (Ray engines).", rich_help_panel=_MODEL)
+        str | None, typer.Option(help="What to start without an endpoint: auto (the one this machine runs faster: agentbon model choose), llama-cpp, vllm or vllm-actors (Ray engines).", rich_help_panel=_MODEL)
     ] = None,
     ray_address: RayAddress = None,
     concurrency: Annotated[
