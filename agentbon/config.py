@@ -331,7 +331,7 @@ class VerifyConfig(Section):
     timeout_s: float = Field(default=300.0, gt=0)
     """Test-run timeout inside the verification container."""
     dedupe: bool = True
-    """Verify identical (normalised) patches once and share the verdict."""
+    """Verify identical (normalised) patches once in a run and share the verdict (the driver's ``VerdictCache``)."""
     concurrency: int = Field(default=2, ge=1)
     """Verification containers at once."""
     pytest_plugins: list[PytestPlugin] = Field(default_factory=list)

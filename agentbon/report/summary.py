@@ -14,7 +14,7 @@ from agentbon.errors import ConfigError
 from agentbon.metrics import doubling_ks
 from agentbon.report.budget import budget_section
 from agentbon.report.calibration import calibration_section
-from agentbon.report.compute import Band, Curves, Estimator, compute_curves, report_memory
+from agentbon.report.compute import Band, Curves, Estimator, compute_curves
 from agentbon.report.costs import cost_section, theory_section
 from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA, PASS, UNGRADED, RunData, load_run
 from agentbon.report.flags import flag_section
@@ -197,11 +197,6 @@ def build_summary(store: RunStore, data: RunData | None = None, **overrides: obj
 
 def build_report(store: RunStore, data: RunData | None = None, **overrides: object) -> RunReport:
     """Everything ``report.md``, ``report.html`` and the terminal show, as one typed, versioned record."""
-    with report_memory():
-        return _build_report(store, data, **overrides)
-
-
-def _build_report(store: RunStore, data: RunData | None = None, **overrides: object) -> RunReport:
     data = data or load_run(store)
     options = report_options(data.config, **overrides)
     curves = run_curves(data, options)
