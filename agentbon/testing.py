@@ -1,4 +1,4 @@
-"""Fakes shipped in the package for tests (style.md §11): a scripted model, a fake sandbox. Never on the product path."""
+"""Fakes shipped in the package for tests (docs/architecture.md): a scripted model, a fake sandbox; never in a run."""
 
 from __future__ import annotations
 

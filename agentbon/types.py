@@ -1,4 +1,4 @@
-"""Every record that crosses a process boundary: versioned pydantic models (design.md §1).
+"""Every record that crosses a process boundary: versioned pydantic models (docs/architecture.md).
 
 Each record carries a format ``version`` so that a run store written by an older agentbon can be
 recognised; records are immutable values (copy with ``model_copy(update=...)``).
@@ -160,7 +160,7 @@ class Environment(Record):
 
 
 class Task(Record):
-    """One repository task: a problem, a repo at a base commit, and tests in two roles (design.md §4)."""
+    """One repository task: a problem, a repo at a base commit, and tests in two roles (docs/architecture.md)."""
 
     task_id: str
     """Unique id within a suite; used in rollout ids and paths (letters, digits, ``._-`` and ``__``)."""
@@ -306,7 +306,7 @@ class SandboxUse(Record):
 
 
 class Rollout(Record):
-    """What one rollout produced (design.md §1)."""
+    """What one rollout produced."""
 
     run_id: str
     task_id: str

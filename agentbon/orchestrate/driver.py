@@ -33,13 +33,13 @@ from agentbon.orchestrate.early_stop import Saved
 from agentbon.orchestrate.events import Allocated, Recorder, ServerTokens, Shipped
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.faults import Failure, RetryBudget, classify, deadline_failure
-from agentbon.orchestrate.outcomes import RolloutStage
 from agentbon.orchestrate.plan import ROLES, Plan, make_spec, roles_missing
-from agentbon.orchestrate.selection import SelectionStage
+from agentbon.orchestrate.rollout_stage import RolloutStage
+from agentbon.orchestrate.selection_stage import SelectionStage
 from agentbon.orchestrate.state import RunState, TaskBook, Unit, UnitKind, VerdictCache
 from agentbon.orchestrate.supervise import Supervisor
 from agentbon.orchestrate.tracker import start_tracker
-from agentbon.orchestrate.verification import VerifyStage
+from agentbon.orchestrate.verify_stage import VerifyStage
 from agentbon.types import Role, Rollout, Task
 
 TICK_S = 0.5

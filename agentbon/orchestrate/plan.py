@@ -1,6 +1,6 @@
 """The planner: which rollouts and verifications a run still needs, given what the store already holds.
 
-Resume rules (design.md §6): a rollout is finished once its latest record is anything but
+Resume rules (docs/architecture.md): a rollout is finished once its latest record is anything but
 ``infra_error`` / ``cancelled``; finished rollouts never run again; raising N adds only the new
 indices; a finished rollout missing a verdict in some role (or holding an ``infra_error`` verdict)
 is verified again; a migration task that already has a passing candidate skips its remaining

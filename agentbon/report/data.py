@@ -1,6 +1,6 @@
 """The run store as per-task arrays: what every metric and rendering reads (nothing is re-run).
 
-Rules (design.md §4, §5; docs/estimators.md): a sample is a rollout that finished (not ``infra_error``,
+Rules (docs/estimators.md, section 1): a sample is a rollout that finished (not ``infra_error``,
 not ``cancelled``) and whose grade verdict decided (``pass`` or ``fail``); a rollout whose grade ended
 in ``infra_error`` or is missing is left out of n exactly like an infra error, and counted apart. A
 task that early stop cut short draws its curves from its rollouts ``0..fixed-1`` only (the part fixed

@@ -1,4 +1,4 @@
-"""``summary.json``: every figure of a run as a versioned :class:`~agentbon.report.model.RunReport`."""
+"""``summary.json``: every figure of a run as a versioned :class:`~agentbon.report.schema.RunReport`."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA
 from agentbon.report.flags import flag_section
 from agentbon.report.frontier import frontier_section
 from agentbon.report.instances import rollout_report, winner_report
-from agentbon.report.model import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport
 from agentbon.report.references import LABEL, REFERENCES
 from agentbon.report.scaling import scaling
+from agentbon.report.schema import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport
 from agentbon.select import SELECTORS
 from agentbon.store import RunStore
 

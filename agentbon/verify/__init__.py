@@ -1,4 +1,4 @@
-"""Verification: run a candidate's tests in a fresh sandbox and say what they decided (design.md §4).
+"""Verification: run a candidate's tests in a fresh sandbox and say what they decided (docs/security.md).
 
 ``TestVerifier`` implements ``protocols.Verifier`` (the driver shares verdicts between identical patches,
 orchestrate/state.py); ``junit``, ``grading`` and ``guard`` are its pure parts (parsers, SWE-bench semantics, the

@@ -162,7 +162,7 @@ class TestVerifier:
                 status, reason, fields = self._second_check(task, tests, patch, (status, reason, fields))
         except _Fail as f:
             status, reason, fields = f.status, f.reason, f.fields
-        except SandboxDiskLimit as e:  # what ran in it filled the disk: the candidate's doing (failure-taxonomy.md)
+        except SandboxDiskLimit as e:  # what ran in it filled the disk: the candidate's doing (docs/failure-taxonomy.md)
             status, reason, fields = "fail", f"the sandbox was stopped at its disk limit: {e}", {}
         except (InfraError, ConnectionError) as e:
             status, reason, fields = "infra_error", f"{type(e).__name__}: {e}", {}
