@@ -27,7 +27,7 @@ import ray
 
 from agentbon.config import RunConfig
 from agentbon.orchestrate import shipping, workers
-from agentbon.orchestrate.budget import TaskState
+from agentbon.orchestrate.budget import Allocator, TaskState
 from agentbon.orchestrate.cluster import Cluster, is_ctrl_c_handler
 from agentbon.orchestrate.early_stop import Saved
 from agentbon.orchestrate.events import Allocated, Recorder, ServerTokens, Shipped
@@ -82,7 +82,7 @@ class Driver:
         self.handlers: dict[UnitKind, Handler] = {
             "prepare": self.rollouts.on_prepare, "rollout": self.rollouts.on_rollout, "verify": self.verify.on_verify,
         }
-        self.allocator = config.allocator()
+        self.allocator = Allocator.of(config)
         """The batch budget's (None without ``run.budget``): more rollouts for the tasks likeliest to gain."""
         self._budget_cache: dict[str, tuple[int, TaskState]] = {}
         self._config_ref, self._factories_ref = ray.put(config), ray.put(factories)
