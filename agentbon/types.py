@@ -335,6 +335,12 @@ class Rollout(Record):
     def rollout_id(self) -> str:
         return rollout_id_of(self.task_id, self.index)
 
+    @property
+    def finished(self) -> bool:
+        """The rollout reached an outcome of the model's (not an infrastructure error, not cancelled): its record is
+        final (a resume never runs it again), and it is a sample once its grade is decided (docs/estimators.md)."""
+        return self.status not in ("infra_error", "cancelled")
+
 
 # ----------------------------------------------------------------------------------------- verdicts
 

@@ -66,7 +66,6 @@ WINDOW_S = 5.0
 """How long the server answers 500s (or drops connections): longer than the client's 4 tries take."""
 STEPS = 12
 DEFAULT_FAULTS = "container,worker,http500,timeout,drop,disk,prepare,open,judge,server-start"
-UNFINISHED = ("infra_error", "cancelled")
 
 
 def bash(command: str) -> str:
@@ -211,7 +210,7 @@ def figures(store: RunStore, plan: Plan, log: list[Injection], server: ScriptedS
     finished = 0
     for rid, kind in plan.kinds.items():
         r = records.get(rid)
-        if r is None or r.status in UNFINISHED:
+        if r is None or not r.finished:
             continue
         g, e = grade.get(rid), evidence.get(rid)
         verified = g is not None and g.status != "infra_error" and e is not None and e.status != "infra_error"
@@ -246,13 +245,13 @@ def figures(store: RunStore, plan: Plan, log: list[Injection], server: ScriptedS
             wrong.append(f"{ev['task_id']}: {ev['selector']} failed on infrastructure, no fault injected: "
                          f"{ev['error'][:120]}")  # fmt: skip
     counts = store.rollout_counts()
-    final = {rid for rid in plan.kinds if rid in records and records[rid].status not in UNFINISHED}
+    final = {rid for rid in plan.kinds if rid in records and records[rid].finished}
     failed, unprepared = store.selector_failures(), store.prepare_failures()
     made = {(s.task_id, s.selector) for s in store.selections()} - set(failed)
     wanted = {(rid.rsplit("/", 1)[0], name) for rid in plan.kinds for name in store.config()["select"]["selectors"]}
     return {
         "planned": len(plan.kinds), "finished": finished,
-        "left_infra": sum(1 for rid in plan.kinds if rid in records and records[rid].status in UNFINISHED)
+        "left_infra": sum(1 for rid in plan.kinds if rid in records and not records[rid].finished)
         + sum(1 for rid in plan.kinds if rid not in records and rid.rsplit("/", 1)[0] in unprepared),
         "lost": len(plan.kinds) - len(final), "duplicated": sum(c - 1 for c in counts.values() if c > 1),
         "misclassified": wrong, "leaked": leaked(run_id),

@@ -40,7 +40,7 @@ def load_examples(run_dirs: Sequence[str | Path]) -> list[Example]:
             verdict = grade.get(rid)
             if rollout.task_id not in tasks or verdict is None or verdict.status not in ("pass", "fail"):
                 continue
-            if rollout.status in ("infra_error", "cancelled"):
+            if not rollout.finished:
                 continue
             out.append(Example(tasks[rollout.task_id], rollout, evidence.get(rid), int(verdict.status == "pass")))
     return out

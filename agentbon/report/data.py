@@ -35,11 +35,6 @@ DEFAULT_FIXED = 4
 """``early_stop_fixed`` of a run whose events and config do not say."""
 
 
-def is_sample(rollout: Rollout) -> bool:
-    """Whether a rollout finished (not an infra error, not cancelled); a sample also needs a decided grade."""
-    return rollout.status not in ("infra_error", "cancelled")
-
-
 @dataclass
 class EarlyStopped:
     """Early stop's record of one task: the fixed part its curves use and the compute it saved."""
@@ -149,7 +144,7 @@ class RunData:
 
     def is_valid(self, rollout: Rollout) -> bool:
         """Whether a rollout finished (not an infra error, not cancelled); ``valid`` also needs a decided grade."""
-        return is_sample(rollout)
+        return rollout.finished
 
 
 def _task_order(tasks: list[Task], rollouts: dict[str, Rollout], selections: list[Selection]) -> list[str]:
@@ -219,7 +214,7 @@ def load_run(store: RunStore) -> RunData:
         i, j = row[r.task_id], r.index
         present[i, j] = True
         clusters[i, j] = cluster_of[i].setdefault(patch_hash(r.patch), len(cluster_of[i]))
-        if not is_sample(r):  # not a sample: its outcome is unknown
+        if not r.finished:  # not a sample: its outcome is unknown
             cells[i, j] = INFRA if r.status == "infra_error" else CANCELLED
             continue
         verdict = grades.get(rid)
