@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentbon.config import RunConfig
+from agentbon.config import ModelConfig, RunConfig
 from agentbon.errors import ConfigError, StartFailure, starting
 
 log = logging.getLogger(__name__)
@@ -125,6 +125,14 @@ def check_listening(address: str, part: str, fix: str) -> None:
         raise StartFailure(part, f"nothing answers at {address} ({e})", fix) from e
 
 
+def _resolved(config: RunConfig) -> ModelConfig:
+    """The run's model config, which ``run_batch`` resolved once (``models.resolve_model``): a launcher still ``auto``
+    here is a caller's mistake, not something to guess."""
+    if config.model.launcher == "auto" and not config.model.urls():
+        raise ValueError("model.launcher is still auto: resolve the model first (models.resolve_model)")
+    return config.model
+
+
 def sandbox_slots(config: RunConfig) -> int:
     """Sandbox slots of a local Ray: ``concurrency`` when set; else 2 where agentbon starts llama.cpp's server
     (it answers one request at a time, so more rollouts would only wait), and 16 where requests are batched
@@ -134,18 +142,14 @@ def sandbox_slots(config: RunConfig) -> int:
     took 1933 s with 16 slots where it took 2290 s with 8 (and compiled, top-p sampling)."""
     if config.concurrency is not None:
         return config.concurrency
-    from agentbon.models import resolve_model
-
-    model = resolve_model(config.model)  # run_batch has resolved it: the same config back
+    model = _resolved(config)
     return 2 if not model.urls() and model.launcher == "llama-cpp" else 16
 
 
 def shares_cpu_with_server(config: RunConfig) -> bool:
     """True where a local Ray's processes are reniced (``run.ray_niceness``): agentbon starts the model server on
     this machine, as a process of its own (not as Ray engine actors)."""
-    from agentbon.models import resolve_model
-
-    model = resolve_model(config.model)
+    model = _resolved(config)
     return bool(config.ray_niceness) and not model.urls() and model.launcher in ("llama-cpp", "vllm")
 
 

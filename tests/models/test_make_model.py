@@ -78,11 +78,11 @@ def test_auto_launcher_is_vllm_where_vllm_and_a_model_for_it_are_installed(tmp_p
     assert resolve_model(ModelConfig()).launcher == "llama-cpp"  # the default model not converted for vLLM
     assert resolve_model(ModelConfig(launcher="llama-cpp", path=str(hf_dir))).launcher == "llama-cpp"  # as given
     assert resolve_model(ModelConfig(endpoint="http://h/v1")).launcher == "auto"  # nothing to launch
-    assert sandbox_slots(RunConfig.model_validate({"model": {"path": str(hf_dir)}})) == 16
+    assert sandbox_slots(RunConfig(model=resolve_model(ModelConfig(path=str(hf_dir))))) == 16
     # Two AVX2 cores: llama.cpp, vLLM installed or not (models/choice.py); its two slots.
     monkeypatch.setattr(choice, "this_cpu", lambda: parse_cpuinfo(EPYC_AVX2, cores=2))
     assert resolve_model(ModelConfig(path=str(hf_dir))).launcher == "llama-cpp"
-    assert sandbox_slots(RunConfig.model_validate({"model": {"path": str(hf_dir)}})) == 2
+    assert sandbox_slots(RunConfig(model=resolve_model(ModelConfig(path=str(hf_dir))))) == 2
 
 
 def test_llama_command_queues_requests_instead_of_interrupting():
