@@ -432,6 +432,12 @@ class Verdict(Record):
         return self.status == "pass"
 
     @property
+    def decided(self) -> bool:
+        """The tests decided (pass or fail): not undecided, not an infrastructure error. A finished rollout with a
+        decided grade is a sample of the curves (docs/estimators.md)."""
+        return self.status in ("pass", "fail")
+
+    @property
     def flag_kinds(self) -> list[str]:
         """The kinds flagged, sorted, without repeats (``tampered`` also where only ``tampered`` paths are set)."""
         kinds = {f.kind for f in self.flags} | ({"tampered"} if self.tampered else set())

@@ -38,7 +38,7 @@ def load_examples(run_dirs: Sequence[str | Path]) -> list[Example]:
         evidence, grade = store.verdicts("evidence"), store.verdicts("grade")
         for rid, rollout in store.rollouts().items():
             verdict = grade.get(rid)
-            if rollout.task_id not in tasks or verdict is None or verdict.status not in ("pass", "fail"):
+            if rollout.task_id not in tasks or verdict is None or not verdict.decided:
                 continue
             if not rollout.finished:
                 continue

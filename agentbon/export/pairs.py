@@ -128,7 +128,7 @@ def export_pairs(
         for i in range(data.n):
             r = data.rollouts.get(f"{task_id}/{i}")
             v = verdicts.get(f"{task_id}/{i}")
-            if r is None or not r.finished or v is None or v.status not in ("pass", "fail"):
+            if r is None or not r.finished or v is None or not v.decided:
                 continue
             key = (patch_hash(r.patch), v.status)
             if key in seen:

@@ -220,7 +220,7 @@ def load_run(store: RunStore) -> RunData:
         verdict = grades.get(rid)
         status = verdict.status if verdict else None
         cells[i, j] = {"pass": PASS, "fail": FAIL, "infra_error": GRADE_INFRA}.get(status or "", UNGRADED)
-        valid[i, j] = status in ("pass", "fail")  # an undecided grade is no sample: left out of n, counted apart
+        valid[i, j] = verdict is not None and verdict.decided  # an undecided grade is no sample: left out of n, counted apart
         correct[i, j] = 1.0 if status == "pass" else 0.0
         seen = Candidate(rollout=r, evidence=evidence.get(rid))
         evidence_pass[i, j] = seen.evidence is not None and seen.evidence.status == "pass"

@@ -206,7 +206,7 @@ def build_report(store: RunStore, data: RunData | None = None, **overrides: obje
     cells = data.cells
     left_out = {code: int((cells == code).sum()) for code in (INFRA, GRADE_INFRA, UNGRADED, CANCELLED)}
     empty = sum(1 for r in data.rollouts.values() if data.is_valid(r) and not r.patch.strip()
-                and (g := data.grades.get(r.rollout_id)) is not None and g.status in ("pass", "fail"))  # fmt: skip
+                and (g := data.grades.get(r.rollout_id)) is not None and g.decided)  # fmt: skip
     scale = scaling(curves, options.targets)
     for name in data.oracles:  # the oracle is reported as such, never in the scaling table's selectors
         scale["selectors"].pop(name, None)
