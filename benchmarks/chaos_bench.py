@@ -5,7 +5,7 @@ injected while it runs, then resumed where it did not complete. Prints what surv
         [--faults container,worker,http500,timeout,drop,disk,prepare,open,judge,server-start] [--engine-restart]
         [--infra-retries 2] [--keep-run]
 
-Only the model is scripted: a real HTTP server on 127.0.0.1 (``agentbon.testing_http.ScriptedServer``) that the
+Only the model is scripted: a real HTTP server on 127.0.0.1 (``agentbon.testing.http.ScriptedServer``) that the
 real ``OpenAIClient`` talks to. It knows every rollout from the seed agentbon sends with each call, and answers
 each one a correct fix, a wrong fix or malformed replies, chosen from ``--seed``, so every rollout's outcome is
 known in advance. The faults (docs/chaos.md) fire at a target rollout's second model call, from a controller
@@ -52,7 +52,7 @@ from agentbon.config import RunConfig, load_config  # noqa: E402
 from agentbon.orchestrate import Factories, derive_seed, run_batch  # noqa: E402
 from agentbon.store import RunStore  # noqa: E402
 from agentbon.testing import init_repo  # noqa: E402
-from agentbon.testing_http import FAULTS, ScriptedServer  # noqa: E402
+from agentbon.testing.http import FAULTS, ScriptedServer  # noqa: E402
 from agentbon.types import RepoSource, Task, TestSet  # noqa: E402
 
 MODEL = "chaos-scripted"

@@ -1,4 +1,5 @@
-"""Fakes shipped in the package for tests (docs/architecture.md): a scripted model, a fake sandbox; never in a run."""
+"""Test doubles shipped in the package (docs/architecture.md): a scripted model and a fake sandbox here, a slow engine
+(engine.py) and a scripted HTTP model server (http.py). Never in a run."""
 
 from __future__ import annotations
 
