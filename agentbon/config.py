@@ -307,7 +307,7 @@ class AgentConfig(Section):
         """A folder that is missing, or that replaces none of this agent's prompts, is refused now."""
         if value is None:
             return None
-        from agentbon.agent.templates import check_prompts
+        from agentbon.prompt_files import check_prompts
 
         folder = str(Path(value).expanduser().resolve())
         check_prompts(folder, info.data.get("type", "edit"))
@@ -315,7 +315,7 @@ class AgentConfig(Section):
 
     @model_validator(mode="after")
     def _prompts_digest(self) -> AgentConfig:
-        from agentbon.agent.templates import prompts_digest, read_prompts
+        from agentbon.prompt_files import prompts_digest, read_prompts
 
         self.prompts_digest = prompts_digest(read_prompts(self.prompts_dir)) if self.prompts_dir else None
         return self
@@ -331,7 +331,7 @@ class VerifyConfig(Section):
     timeout_s: float = Field(default=300.0, gt=0)
     """Test-run timeout inside the verification container."""
     dedupe: bool = True
-    """Verify identical (normalised) patches once and share the verdict."""
+    """Verify identical (normalised) patches once in a run and share the verdict (the driver's ``VerdictCache``)."""
     concurrency: int = Field(default=2, ge=1)
     """Verification containers at once."""
     pytest_plugins: list[PytestPlugin] = Field(default_factory=list)
@@ -436,7 +436,8 @@ class RunConfig(Section):
     """The run's directory name under ``run_dir``. None: derived from the suite's task ids, the model and the settings
     a resume must keep (orchestrate/resume.py)."""
     concurrency: int | None = Field(default=None, ge=1)
-    """Sandbox slots (rollouts at once) of a local Ray. None: ``slots()`` picks by how the model serves requests."""
+    """Sandbox slots (rollouts at once) of a local Ray. None: picked by how the model serves requests (2 for
+    llama.cpp's server, else 16: ``orchestrate.cluster.sandbox_slots``)."""
     max_pending: int = Field(default=64, ge=1)
     """Bound on submitted, unfinished rollouts."""
     infra_retries: int = Field(default=2, ge=0)
@@ -542,28 +543,6 @@ class RunConfig(Section):
         """Rollouts ``0..fixed_part()-1`` of every task run whatever the outcomes (the curves' sample): the budget's
         first allotment under a budget, else ``early_stop_fixed``."""
         return min(self.budget_first or self.early_stop_fixed, self.n) if self.budget else self.early_stop_fixed
-
-    def allocator(self) -> Any:
-        """The batch budget's allocator (orchestrate/budget.py), or None without ``budget``."""
-        if self.budget is None:
-            return None
-        from agentbon.orchestrate.budget import Allocator
-
-        return Allocator(total=self.budget, n=self.n, first=self.fixed_part(), tokens=self.budget_tokens)
-
-    def slots(self) -> int:
-        """Sandbox slots of a local Ray: ``concurrency`` when set; else 2 where agentbon starts llama.cpp's server
-        (it answers one request at a time, so more rollouts would only wait), and 16 where requests are batched
-        (a vLLM launcher, or an endpoint you give): a rollout holds its sandbox while it waits for the model, and
-        a batching server only reaches its throughput with many requests in flight. vLLM's CPU build on 2 cores
-        decoded 6, 43 and 50 tokens/s with 1, 16 and 32 requests of 2.4k-token prompts in flight; the demo at N=8
-        took 1933 s with 16 slots where it took 2290 s with 8 (and compiled, top-p sampling)."""
-        if self.concurrency is not None:
-            return self.concurrency
-        from agentbon.models import resolve_model
-
-        model = resolve_model(self.model)
-        return 2 if not model.urls() and model.launcher == "llama-cpp" else 16
 
 
 def _parse_value(raw: str) -> Any:

@@ -1,4 +1,8 @@
-"""Reading unified diffs: which files a patch touches (hunk-aware, git quoting understood)."""
+"""Reading unified diffs: which files a patch touches (hunk-aware, git quoting understood).
+
+The one reader of ``diff --git`` headers and ``---``/``+++`` paths: the verifier's guard and scan, the evidence rule
+(verify/testpatch.py) and the patch taken from a sandbox (sandbox/patch.py) read paths here.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import re
 
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+_SIDES = re.compile(r"a/(.+?) b/(.+)")
+GIT_HEADER = "diff --git "
 _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 
 
@@ -29,7 +35,7 @@ def unquote_git_path(text: str) -> str:
     return out.decode("utf-8", "surrogateescape")
 
 
-def _side_path(text: str) -> str | None:
+def side_path(text: str) -> str | None:
     """The path of a ``---``/``+++`` line's argument, without the ``a/``/``b/`` prefix; None for /dev/null."""
     quoted = _QUOTED.match(text)
     path = unquote_git_path(quoted.group(0)) if quoted else text.split("\t", 1)[0]
@@ -38,17 +44,23 @@ def _side_path(text: str) -> str | None:
     return path[2:] if path[:2] in ("a/", "b/") else path
 
 
-def _header_paths(rest: str) -> list[str]:
-    """Paths named on a ``diff --git`` line (used for blocks with no ``---``/``+++``: binary, mode-only)."""
-    if rest.startswith('"'):
-        parts = re.findall(_QUOTED.pattern + r"|\S+", rest)
-        return [p for p in (_side_path(part) for part in parts[:2]) if p]
+def header_paths(rest: str) -> tuple[str, str] | None:
+    """The old and new path of a ``diff --git`` line (``rest``: what follows ``diff --git ``), without ``a/``/``b/``;
+    None where it names none. A renamed unquoted name with spaces splits at the first `` b/``: the ``rename from``
+    and ``rename to`` lines that follow such a header are exact."""
+    rest = rest.rstrip("\r\n")
+    if '"' in rest:
+        parts = [side_path(part) for part in re.findall(_QUOTED.pattern + r"|\S+", rest)[:2]]
+        return (parts[0], parts[1]) if len(parts) == 2 and parts[0] and parts[1] else None
     # Unquoted names may contain spaces: "a/X b/X" splits in the middle when both sides are equal.
     half = (len(rest) - 1) // 2
     old, new = rest[:half], rest[half + 1 :]
     if old.startswith("a/") and new.startswith("b/") and old[2:] == new[2:]:
-        return [old[2:]]
-    return []
+        return old[2:], new[2:]
+    if old and old == new:  # diff --no-prefix
+        return old, new
+    sides = _SIDES.fullmatch(rest)
+    return (sides.group(1), sides.group(2)) if sides else None
 
 
 def files_touched(patch: str) -> list[str]:
@@ -86,11 +98,11 @@ def files_touched(patch: str) -> list[str]:
         if hunk:
             old_left = int(hunk.group(1)) if hunk.group(1) is not None else 1
             new_left = int(hunk.group(2)) if hunk.group(2) is not None else 1
-        elif line.startswith("diff --git "):
+        elif line.startswith(GIT_HEADER):
             close_block()
-            block_files, header = [], _header_paths(line[len("diff --git ") :])
+            block_files, header = [], list(dict.fromkeys(header_paths(line[len(GIT_HEADER) :]) or ()))
         elif line.startswith(("--- ", "+++ ")):
-            path = _side_path(line[4:])
+            path = side_path(line[4:])
             if path:
                 block_files.append(path)
                 seen.setdefault(path)

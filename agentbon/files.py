@@ -1,4 +1,4 @@
-"""Files that a writer killed half-way cannot leave half-written for the next command (design.md §6).
+"""Files that a writer killed half-way cannot leave half-written for the next command (docs/architecture.md).
 
 A file written whole (a config, a record, a report, an export, a cache) is written under a temporary name in its own
 folder and renamed over the old one: a reader, or the next command, sees the old file or the new one, never part of

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentbon.config import ModelConfig, RunConfig
+    from agentbon.config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -25,13 +25,6 @@ class Mode:
     config: RunConfig
     launcher: str
     gpu: bool | None = None
-
-    @classmethod
-    def of_model(cls, model: ModelConfig, launcher: str, gpu: bool | None) -> Mode:
-        """The mode of a model config alone (every other section at its defaults)."""
-        from agentbon.config import RunConfig
-
-        return cls(RunConfig.model_construct(model=model), launcher, gpu)
 
     @property
     def launches(self) -> str | None:
@@ -68,7 +61,7 @@ PRICES = (
 
 
 def _critics(m: Mode) -> bool:
-    from agentbon.select import SELECTORS
+    from agentbon.select.selectors import SELECTORS
 
     return any(SELECTORS[name].uses_critic for name in m.config.select.selectors if name in SELECTORS)
 
@@ -135,11 +128,10 @@ def _value(config: Any, dotted: str) -> Any:
     return config
 
 
-def _default(dotted: str) -> Any:
-    """The field's own default (not a default ``RunConfig``'s, whose validation asks this module)."""
-    from agentbon.config import RunConfig
-
-    model: Any = RunConfig
+def _default(config: Any, dotted: str) -> Any:
+    """The field's own default in the config's class (not a default ``RunConfig``'s, whose validation asks this
+    module; the class is the config's own, so that this module need not import the config it checks)."""
+    model: Any = type(config)
     *sections, name = dotted.split(".")
     for section in sections:
         model = model.model_fields[section].annotation
@@ -154,7 +146,7 @@ def inert(mode: Mode) -> list[str]:
             continue
         for setting in rule.settings:
             value = _value(mode.config, setting)
-            if setting not in problems and value != _default(setting) and value not in rule.off:
+            if setting not in problems and value != _default(mode.config, setting) and value not in rule.off:
                 problems[setting] = f"{setting}={value!r} does nothing {rule.mode}"
     return list(problems.values())
 

@@ -4,7 +4,7 @@ The driver calls the display with ``(kind, **data)`` events (``launcher``, ``not
 ``rollout``, ``verdict``, ``infra``, ``early_stop``, ``tokens``, ``server_tokens``, ``selected``, ``tick``,
 ``interrupted``, ``aborted``), all
 sent by the run's one ``Recorder`` (``agentbon.orchestrate.events``); the state
-keeps the counts and the display only renders them (style.md §14).
+keeps the counts and the display only renders them (docs/architecture.md, "Conventions in the code").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The seams: small Protocols that implementations satisfy without inheriting (style.md §1)."""
+"""The seams: small Protocols that implementations satisfy without inheriting (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The run store: an append-only, resumable run directory (design.md §6).
+"""The run store: an append-only, resumable run directory (docs/architecture.md, "Records and the run store").
 
 Layout of ``runs/<run_id>/``::
 

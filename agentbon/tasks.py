@@ -1,4 +1,4 @@
-"""Task suites: load and validate tasks from task folders, JSONL records and SWE-bench instances (design.md §1).
+"""Task suites: load and validate tasks from task folders, JSONL records and SWE-bench instances.
 
 ``load_suite(path)`` accepts a directory of task folders, one task folder, one ``task.yaml``, a JSONL
 file of ``Task`` records, SWE-bench instances (JSON list/object or JSONL, recognised by their

@@ -1,4 +1,4 @@
-"""Every record that crosses a process boundary: versioned pydantic models (design.md §1).
+"""Every record that crosses a process boundary: versioned pydantic models (docs/architecture.md).
 
 Each record carries a format ``version`` so that a run store written by an older agentbon can be
 recognised; records are immutable values (copy with ``model_copy(update=...)``).
@@ -160,7 +160,7 @@ class Environment(Record):
 
 
 class Task(Record):
-    """One repository task: a problem, a repo at a base commit, and tests in two roles (design.md §4)."""
+    """One repository task: a problem, a repo at a base commit, and tests in two roles (docs/architecture.md)."""
 
     task_id: str
     """Unique id within a suite; used in rollout ids and paths (letters, digits, ``._-`` and ``__``)."""
@@ -306,7 +306,7 @@ class SandboxUse(Record):
 
 
 class Rollout(Record):
-    """What one rollout produced (design.md §1)."""
+    """What one rollout produced."""
 
     run_id: str
     task_id: str
@@ -334,6 +334,12 @@ class Rollout(Record):
     @property
     def rollout_id(self) -> str:
         return rollout_id_of(self.task_id, self.index)
+
+    @property
+    def finished(self) -> bool:
+        """The rollout reached an outcome of the model's (not an infrastructure error, not cancelled): its record is
+        final (a resume never runs it again), and it is a sample once its grade is decided (docs/estimators.md)."""
+        return self.status not in ("infra_error", "cancelled")
 
 
 # ----------------------------------------------------------------------------------------- verdicts
@@ -424,6 +430,12 @@ class Verdict(Record):
     @property
     def resolved(self) -> bool:
         return self.status == "pass"
+
+    @property
+    def decided(self) -> bool:
+        """The tests decided (pass or fail): not undecided, not an infrastructure error. A finished rollout with a
+        decided grade is a sample of the curves (docs/estimators.md)."""
+        return self.status in ("pass", "fail")
 
     @property
     def flag_kinds(self) -> list[str]:

@@ -29,7 +29,7 @@ def recorded(run_dir: str) -> Recorded:
 
     store = RunStore(run_dir)
     evidence, grade = store.verdicts("evidence"), store.verdicts("grade")
-    rollouts = [r for r in store.rollouts().values() if r.status not in ("infra_error", "cancelled")]
+    rollouts = [r for r in store.rollouts().values() if r.finished]
     tasks = sorted({r.task_id for r in rollouts})
     out: tuple[dict[str, list[bool]], dict[str, list[bool]], dict[str, list[bool]]] = ({}, {}, {})
     for t in tasks:

@@ -5,7 +5,7 @@ injected while it runs, then resumed where it did not complete. Prints what surv
         [--faults container,worker,http500,timeout,drop,disk,prepare,open,judge,server-start] [--engine-restart]
         [--infra-retries 2] [--keep-run]
 
-Only the model is scripted: a real HTTP server on 127.0.0.1 (``agentbon.testing_http.ScriptedServer``) that the
+Only the model is scripted: a real HTTP server on 127.0.0.1 (``agentbon.testing.http.ScriptedServer``) that the
 real ``OpenAIClient`` talks to. It knows every rollout from the seed agentbon sends with each call, and answers
 each one a correct fix, a wrong fix or malformed replies, chosen from ``--seed``, so every rollout's outcome is
 known in advance. The faults (docs/chaos.md) fire at a target rollout's second model call, from a controller
@@ -52,7 +52,7 @@ from agentbon.config import RunConfig, load_config  # noqa: E402
 from agentbon.orchestrate import Factories, derive_seed, run_batch  # noqa: E402
 from agentbon.store import RunStore  # noqa: E402
 from agentbon.testing import init_repo  # noqa: E402
-from agentbon.testing_http import FAULTS, ScriptedServer  # noqa: E402
+from agentbon.testing.http import FAULTS, ScriptedServer  # noqa: E402
 from agentbon.types import RepoSource, Task, TestSet  # noqa: E402
 
 MODEL = "chaos-scripted"
@@ -66,7 +66,6 @@ WINDOW_S = 5.0
 """How long the server answers 500s (or drops connections): longer than the client's 4 tries take."""
 STEPS = 12
 DEFAULT_FAULTS = "container,worker,http500,timeout,drop,disk,prepare,open,judge,server-start"
-UNFINISHED = ("infra_error", "cancelled")
 
 
 def bash(command: str) -> str:
@@ -211,7 +210,7 @@ def figures(store: RunStore, plan: Plan, log: list[Injection], server: ScriptedS
     finished = 0
     for rid, kind in plan.kinds.items():
         r = records.get(rid)
-        if r is None or r.status in UNFINISHED:
+        if r is None or not r.finished:
             continue
         g, e = grade.get(rid), evidence.get(rid)
         verified = g is not None and g.status != "infra_error" and e is not None and e.status != "infra_error"
@@ -246,13 +245,13 @@ def figures(store: RunStore, plan: Plan, log: list[Injection], server: ScriptedS
             wrong.append(f"{ev['task_id']}: {ev['selector']} failed on infrastructure, no fault injected: "
                          f"{ev['error'][:120]}")  # fmt: skip
     counts = store.rollout_counts()
-    final = {rid for rid in plan.kinds if rid in records and records[rid].status not in UNFINISHED}
+    final = {rid for rid in plan.kinds if rid in records and records[rid].finished}
     failed, unprepared = store.selector_failures(), store.prepare_failures()
     made = {(s.task_id, s.selector) for s in store.selections()} - set(failed)
     wanted = {(rid.rsplit("/", 1)[0], name) for rid in plan.kinds for name in store.config()["select"]["selectors"]}
     return {
         "planned": len(plan.kinds), "finished": finished,
-        "left_infra": sum(1 for rid in plan.kinds if rid in records and records[rid].status in UNFINISHED)
+        "left_infra": sum(1 for rid in plan.kinds if rid in records and not records[rid].finished)
         + sum(1 for rid in plan.kinds if rid not in records and rid.rsplit("/", 1)[0] in unprepared),
         "lost": len(plan.kinds) - len(final), "duplicated": sum(c - 1 for c in counts.values() if c > 1),
         "misclassified": wrong, "leaked": leaked(run_id),

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentbon.testing_http import ScriptedServer, Served
+from agentbon.testing.http import ScriptedServer, Served
 
 ROLLOUT_FAULTS = ("container", "worker", "http500", "timeout", "drop", "disk", "engine", "open")
 """Faults aimed at a rollout (``disk`` is in the model's script, ``open`` in the sandbox backend; the others fire at

@@ -272,8 +272,9 @@ def report(launcher: str, run_dir: Path, wall: float, sampler: MemorySampler | N
 
 def _slots(run_dir: Path) -> int:
     from agentbon.config import load_config
+    from agentbon.orchestrate.cluster import sandbox_slots
 
-    return load_config([run_dir / "config.yaml"], []).slots()
+    return sandbox_slots(load_config([run_dir / "config.yaml"], []))
 
 
 def _generation_span(run_dir: Path) -> float | None:
@@ -295,8 +296,10 @@ def _by_task(run_dir: Path) -> dict[str, str]:
 def replay(launcher: str, run_dir: Path, extra: list[str], limit: int) -> None:
     from agentbon.config import load_config
     from agentbon.models import client_for, local_server
+    from agentbon.orchestrate.cluster import sandbox_slots
 
     config = load_config([run_dir / "config.yaml"], [*extra, f"model.launcher={launcher}"])
+    slots = sandbox_slots(config)
     calls = sorted(_model_calls(run_dir), key=lambda c: c["started"])
     if not calls:
         print(f"[{launcher}] replay: the run recorded no model calls")
@@ -318,12 +321,12 @@ def replay(launcher: str, run_dir: Path, extra: list[str], limit: int) -> None:
             return r.usage.completion_tokens
 
         start = time.monotonic()
-        with ThreadPoolExecutor(config.slots()) as pool:
+        with ThreadPoolExecutor(slots) as pool:
             tokens = sum(pool.map(one, calls))
         wall = time.monotonic() - start
     ours, alone = window_tokens / (t1 - t0), tokens / wall
     print(
-        f"[{launcher}] replay of {len(calls)} calls, {config.slots()} at once: server alone {tokens} tokens in "
+        f"[{launcher}] replay of {len(calls)} calls, {slots} at once: server alone {tokens} tokens in "
         f"{wall:.0f}s = {alone:.1f} tok/s; through agentbon {ours:.1f} tok/s; ratio {ours / alone:.2f}"
     )
 

@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from throughput_bench import CpuClock, bare_rate, make_task  # noqa: E402
 
 from agentbon.sandbox import DockerBackend, docker_client  # noqa: E402
-from agentbon.testing_http import ScriptedServer  # noqa: E402
+from agentbon.testing.http import ScriptedServer  # noqa: E402
 
 MODEL = "mini-scripted"
 MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"

@@ -6,13 +6,12 @@ recovered@k for every selector with bootstrap bands, soft-bon's softmax as the r
 size (estimated where the exact sum is too costly), majority's vote inside each subset likewise, plus the scaling table, the critics' calibration with
 bootstrap intervals, the batch budget's uniform replay and the staged-verification frontier) and prints the
 figures, with the exact softmax's cost timed on a sample of tasks beside them.
-Usage: python benchmarks/report_bench.py [--tasks 10000] [--n 256] [--selectors 6] [--bootstrap 1000] [--system-memory]
+Usage: python benchmarks/report_bench.py [--tasks 10000] [--n 256] [--selectors 6] [--bootstrap 1000]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import resource
 import time
 import tracemalloc
@@ -26,9 +25,10 @@ from agentbon.metrics.majority_estimate import majority_selected_at_k_estimate
 from agentbon.metrics.softmax_estimate import softmax_selected_at_k_estimate
 from agentbon.report.budget import budget_section
 from agentbon.report.calibration import calibration_section
-from agentbon.report.compute import compute_curves, report_memory, scaling
+from agentbon.report.compute import compute_curves
 from agentbon.report.data import FAIL, INFRA, PASS, RunData
 from agentbon.report.frontier import frontier_section
+from agentbon.report.scaling import scaling
 
 
 def synthetic(tasks: int, n: int, selectors: int, seed: int = 0):
@@ -84,10 +84,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--selectors", type=int, default=6)
     ap.add_argument("--bootstrap", type=int, default=1000)
-    ap.add_argument("--system-memory", action="store_true", help="without the report's report_memory (to compare)")
-    args = ap.parse_args()
-    with contextlib.nullcontext() if args.system_memory else report_memory():  # as agentbon report computes
-        bench(args)
+    bench(ap.parse_args())
 
 
 def bench(args: argparse.Namespace) -> None:

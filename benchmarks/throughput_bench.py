@@ -3,7 +3,7 @@
 
     python benchmarks/throughput_bench.py [--rollouts 32] [--slots 2,4] [--rounds 1]
 
-The model is scripted (``agentbon.testing_http.ScriptedServer``, real HTTP, zero latency): two calls per rollout,
+The model is scripted (``agentbon.testing.http.ScriptedServer``, real HTTP, zero latency): two calls per rollout,
 a fix (``sed``; with ``--unique-patches`` also a comment naming the call's seed, so every candidate differs and each one
 is verified, where by default the driver verifies the one patch once) and the submit command. One task, a one-line bug in a one-file repository, graded by pytest in the task image.
 Each round runs, at each slot count, the bare container rate (``containers.run(image, "true", remove=True)`` from
@@ -40,7 +40,7 @@ from agentbon.orchestrate import run_batch
 from agentbon.sandbox import DockerBackend, docker_client
 from agentbon.store import RunStore
 from agentbon.testing import init_repo
-from agentbon.testing_http import ScriptedServer
+from agentbon.testing.http import ScriptedServer
 from agentbon.types import RepoSource, Task, TestSet
 
 MODEL = "throughput-scripted"

@@ -28,8 +28,8 @@ from agentbon.config import SandboxConfig, VerifyConfig
 from agentbon.diffs import files_touched
 from agentbon.sandbox import make_backend
 from agentbon.tasks import load_suite
-from agentbon.types import Rollout, Task
-from agentbon.verify import TestVerifier, VerdictCache
+from agentbon.types import Rollout, Task, patch_hash
+from agentbon.verify import TestVerifier
 from agentbon.verify.guard import why_protected
 
 
@@ -80,23 +80,27 @@ class WithoutSecondCheck(TestVerifier):
 def run(
     tasks: list[Task], work: Path, backend, concurrency: int, dedupe: bool, second_check: bool = True
 ) -> tuple[float, int, int, int]:
-    """Grade every candidate; return wall seconds, candidates, sandboxes opened (verifications), wrong verdicts."""
-    cache = VerdictCache() if dedupe else None
+    """Grade every candidate; return wall seconds, candidates, sandboxes opened (verifications), wrong verdicts.
+
+    With ``dedupe`` each distinct (task, normalised patch) is verified once, as the run's driver does."""
     kind = TestVerifier if second_check else WithoutSecondCheck
-    verifier = kind(backend, VerifyConfig(timeout_s=300, dedupe=dedupe), cache=cache, labels={"stage": "bench"})
+    verifier = kind(backend, VerifyConfig(timeout_s=300), labels={"stage": "bench"})
     jobs = [(task, rollout, ok) for task in tasks for rollout, ok in candidates(task, work)]
     # Rollouts of one task finish at different times: interleave tasks so identical patches are rarely in flight together.
     jobs.sort(key=lambda job: job[1].index)
+    key = (lambda job: (job[0].task_id, patch_hash(job[1].patch))) if dedupe else (lambda job: id(job))
+    distinct = list({key(job): job for job in reversed(jobs)}.values())[::-1]  # the first job of each key
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        verdicts = list(pool.map(lambda job: verifier.verify(job[0], job[1], "grade"), jobs))
+        found = pool.map(lambda job: verifier.verify(job[0], job[1], "grade"), distinct)
+        by_key = dict(zip(map(key, distinct), found, strict=True))
     wall = time.monotonic() - started
+    verdicts = [by_key[key(job)] for job in jobs]
     wrong = sum((v.status == "pass") != ok for v, (_, _, ok) in zip(verdicts, jobs, strict=True))
     infra = sum(v.status == "infra_error" for v in verdicts)
-    ran = len(jobs) - (cache.hits if cache else 0)
     if infra:
         print(f"  {infra} infra errors: {next(v.reason for v in verdicts if v.status == 'infra_error')}")
-    return wall, len(jobs), ran, wrong
+    return wall, len(jobs), len(distinct), wrong
 
 
 def main() -> None:

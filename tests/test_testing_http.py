@@ -6,7 +6,7 @@ import pytest
 
 from agentbon.errors import ModelTimeout, ServerFailure
 from agentbon.models.openai_client import OpenAIClient
-from agentbon.testing_http import ScriptedServer
+from agentbon.testing.http import ScriptedServer
 
 
 def script(body: dict) -> str:

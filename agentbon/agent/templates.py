@@ -10,7 +10,6 @@ to the built-in prompts.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 from functools import lru_cache
@@ -20,51 +19,14 @@ import jinja2
 
 from agentbon.config import AgentConfig
 from agentbon.errors import ConfigError, InfraError
+from agentbon.prompt_files import BUILT_IN, prompts_digest, read_prompts
 
-BUILT_IN = Path(__file__).parent / "prompts"
 PROMPTS_ENV = "AGENTBON_PROMPTS"
 """A folder holding carried prompt folders by digest (``<digest>/<file>``), set on a worker by ``shipping.unpack``."""
 
 
 class PromptsUnavailable(InfraError):
     """This node cannot read the run's prompt templates as the run recorded them."""
-
-
-def read_prompts(folder: str | Path) -> dict[str, str]:
-    """Every file under ``folder`` (templates may include one another) by its relative POSIX path; ``ConfigError``
-    naming the folder where it is not a directory of UTF-8 text."""
-    root = Path(folder)
-    if not root.is_dir():
-        raise ConfigError(f"{folder} is not a directory")
-    files: dict[str, str] = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            try:
-                files[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as e:
-                raise ConfigError(f"cannot read {path} as UTF-8 text: {e}") from e
-    return files
-
-
-def prompts_digest(files: dict[str, str]) -> str:
-    """A hash of the templates' names and contents (not of where they are)."""
-    h = hashlib.sha256()
-    for name in sorted(files):
-        data = files[name].encode()
-        h.update(f"{name}\0{len(data)}\0".encode() + data)
-    return h.hexdigest()[:16]
-
-
-def check_prompts(folder: str, agent_type: str) -> None:
-    """``ValueError`` where ``folder`` cannot be read, or where none of its templates replaces a built-in prompt of
-    ``agent_type`` (it would change nothing)."""
-    files = read_prompts(folder)
-    own = sorted(p.name for p in BUILT_IN.glob(f"{agent_type}_*.j2"))
-    if not set(files) & set(own):
-        raise ValueError(
-            f"{folder} has no template named as a built-in prompt of the {agent_type} agent ({', '.join(own)}): "
-            "it would change nothing"
-        )
 
 
 def _folder(config: AgentConfig) -> Path:

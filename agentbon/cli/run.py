@@ -64,7 +64,7 @@ def run(
     ] = None,
     ray_address: RayAddress = None,
     concurrency: Annotated[
-        int | None, typer.Option(help="Sandbox slots of the local Ray (rollouts at once); default 2 with llama-cpp, 8 with vLLM or an endpoint.", rich_help_panel=_CLUSTER)
+        int | None, typer.Option(help="Sandbox slots of the local Ray (rollouts at once); default 2 with llama-cpp, 16 with vLLM or an endpoint.", rich_help_panel=_CLUSTER)
     ] = None,
     run_dir: RunDir = None,
     run_id: Annotated[

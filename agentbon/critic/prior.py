@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from agentbon.diffs import files_touched
 from agentbon.types import Rollout, Task, Verdict
-from agentbon.verify.guard import patch_paths, why_protected
+from agentbon.verify.guard import why_protected
 
 
 class HeuristicPrior:
@@ -24,6 +25,6 @@ class HeuristicPrior:
             score += 0.1
         if rollout.malformed:
             score -= 0.05
-        if any(why_protected(p, set()) for p in patch_paths(rollout.patch)):
+        if any(why_protected(p, set()) for p in files_touched(rollout.patch)):
             score -= 0.05
         return min(max(score, 0.01), 0.99)

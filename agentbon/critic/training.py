@@ -38,9 +38,9 @@ def load_examples(run_dirs: Sequence[str | Path]) -> list[Example]:
         evidence, grade = store.verdicts("evidence"), store.verdicts("grade")
         for rid, rollout in store.rollouts().items():
             verdict = grade.get(rid)
-            if rollout.task_id not in tasks or verdict is None or verdict.status not in ("pass", "fail"):
+            if rollout.task_id not in tasks or verdict is None or not verdict.decided:
                 continue
-            if rollout.status in ("infra_error", "cancelled"):
+            if not rollout.finished:
                 continue
             out.append(Example(tasks[rollout.task_id], rollout, evidence.get(rid), int(verdict.status == "pass")))
     return out

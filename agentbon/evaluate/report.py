@@ -146,7 +146,7 @@ def flagged_ids(results: dict[str, InstanceResult]) -> dict[str, list[str]]:
     return out
 
 
-def build_report(
+def build_eval_report(
     store: RunStore, matched: Matched, tasks: list[Task], input_errors: list[InputError], predictions_file: str,
     unloaded: dict[str, str] | None = None,
 ) -> dict[str, Any]:

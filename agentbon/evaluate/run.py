@@ -17,7 +17,7 @@ from typing import Any
 from agentbon.config import RunConfig
 from agentbon.evaluate.match import Matched, match
 from agentbon.evaluate.predictions import InputError, read_predictions
-from agentbon.evaluate.report import build_report, write_report
+from agentbon.evaluate.report import build_eval_report, write_report
 from agentbon.evaluate.seed import Seeder, conflicts
 from agentbon.evaluate.service import eval_factories
 from agentbon.store import RunStore
@@ -150,7 +150,7 @@ def evaluate(
             graded_tasks, config, suite=suite, factories=eval_factories(factories), emit=emit, before_drive=seeder
         )
         result.recorded = seeder.written
-    result.report = build_report(store, matched, tasks, input_errors, file, unloaded)
+    result.report = build_eval_report(store, matched, tasks, input_errors, file, unloaded)
     result.report_path = write_report(store, result.report)
     return result
 

@@ -79,7 +79,7 @@ class Seeder:
         evidence = store.verdicts("evidence")
         for tid, p in self.graded.items():
             rollout = recorded.get(f"{tid}/0")
-            if rollout is None or rollout.status in ("infra_error", "cancelled"):
+            if rollout is None or not rollout.finished:
                 rollout = prediction_rollout(self.run_id, p)
                 # The event alone (the run's source of truth), no patch.diff or rollout.json beside it: each patch
                 # is stored once in the run directory (a large predictions file would otherwise triple there).

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from agentbon.export.common import flagged_policy
 from agentbon.files import write_atomic
-from agentbon.report.data import RunData, is_sample
+from agentbon.report.data import RunData
 from agentbon.report.flags import blocking_kinds, rollout_flags, rollout_kinds, undone_paths
 from agentbon.store import RunStore
 from agentbon.types import Rollout, Verdict, patch_hash
@@ -128,7 +128,7 @@ def export_pairs(
         for i in range(data.n):
             r = data.rollouts.get(f"{task_id}/{i}")
             v = verdicts.get(f"{task_id}/{i}")
-            if r is None or not is_sample(r) or v is None or v.status not in ("pass", "fail"):
+            if r is None or not r.finished or v is None or not v.decided:
                 continue
             key = (patch_hash(r.patch), v.status)
             if key in seen:

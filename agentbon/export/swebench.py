@@ -23,7 +23,7 @@ from pathlib import Path
 
 from agentbon.export.common import as_patch_file, flag_fields, flagged_policy, pick_selector, winners
 from agentbon.files import write_atomic
-from agentbon.report.data import RunData, is_sample
+from agentbon.report.data import RunData
 from agentbon.report.flags import blocking_kinds, rollout_flags, undone_paths
 from agentbon.types import Flag
 
@@ -69,7 +69,7 @@ def export_swebench(
     for task_id in data.task_ids:
         for i in range(data.n):
             rollout = data.rollouts.get(f"{task_id}/{i}")
-            if rollout is not None and is_sample(rollout):
+            if rollout is not None and rollout.finished:
                 rid, label_i = rollout.rollout_id, model_label(data, f"rollout{i}")
                 drop = omit and bool(blocking_kinds(data, rid))
                 line = _line(task_id, label_i, rollout.patch, rollout_flags(data, rid), undone_paths(data, rid), drop)

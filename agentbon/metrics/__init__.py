@@ -1,4 +1,4 @@
-"""Metrics as pure functions over per-task arrays (design.md §5): exact, not Monte Carlo.
+"""Metrics as pure functions over per-task arrays (docs/estimators.md): exact, not Monte Carlo.
 
 The one exception is :mod:`agentbon.metrics.softmax_estimate`, soft-bon's unbiased estimate for runs too
 large for its exact sum (docs/estimators.md, "soft-bon at scale"); the report says where it used it.

@@ -1,4 +1,4 @@
-"""Exact binomial ratios in log space, cached per sample count (design.md §5).
+"""Exact binomial ratios in log space, cached per sample count (docs/estimators.md).
 
 Everything here works with ratios such as ``C(a, k) / C(n, k)``, never with the binomials
 themselves: ``C(256, 128)`` is about 5.8e75 and products of such numbers overflow float64 long

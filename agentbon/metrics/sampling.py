@@ -1,4 +1,4 @@
-"""Coverage (pass@k) and selected@k: exact expectations over uniform k-subsets (design.md §5).
+"""Coverage (pass@k) and selected@k: exact expectations over uniform k-subsets (docs/estimators.md).
 
 Conventions shared by every function here:
 

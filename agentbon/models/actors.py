@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentbon.config import ModelConfig
+from agentbon.config import ModelConfig, RunConfig
 from agentbon.errors import ConfigError, MissingExtra, ServerFailure
 from agentbon.models.router import NAMESPACE, EnginePool, RoutedModel, TaskRouted, actor_names
 from agentbon.models.vllm_server import CPU_ENV, VENV_PYTHON, cpu_build, cpu_env, default_format, default_hf_dir
@@ -146,7 +146,7 @@ def start_pool(config: ModelConfig, *, log: Callable[[str], None] = lambda msg: 
         ray.init(include_dashboard=False, log_to_driver=False)
     gpu = ray.cluster_resources().get("GPU", 0) >= 1
     model, is_path = model_location(config, gpu=gpu)
-    problems = inert(Mode.of_model(config, "vllm-actors", gpu))
+    problems = inert(Mode(RunConfig.model_construct(model=config), "vllm-actors", gpu))  # the other sections default
     if problems:
         raise ConfigError(refusal(problems))
     python = engine_python(config, gpu=gpu)

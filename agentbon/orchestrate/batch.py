@@ -27,8 +27,8 @@ from agentbon.orchestrate.events import (
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.plan import ROLES, plan_run
 from agentbon.orchestrate.resume import check_resumable, check_task_changes, resolve_run_id
-from agentbon.orchestrate.selection import SelectionStage
-from agentbon.orchestrate.verification import kind_of
+from agentbon.orchestrate.selection_stage import SelectionStage
+from agentbon.orchestrate.verify_stage import kind_of
 from agentbon.preflight import require_preflight
 from agentbon.store import RunStore
 from agentbon.types import Task

@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from agentbon.config import RunConfig
+
 PRIOR_WEIGHT = 2.0
 """How many samples the batch-wide prior counts for in each task's estimate."""
 
@@ -85,6 +87,13 @@ class Allocator:
                 f"{self.first} (run.budget_first) = {tasks * self.first}"
             )
         return None
+
+    @classmethod
+    def of(cls, config: RunConfig) -> Allocator | None:
+        """The batch budget's allocator for ``config``, or None without ``run.budget``."""
+        if config.budget is None:
+            return None
+        return cls(total=config.budget, n=config.n, first=config.fixed_part(), tokens=config.budget_tokens)
 
     def prior(self, states: Iterable[TaskState]) -> tuple[float, float]:
         """Beta(a, b) worth ``PRIOR_WEIGHT`` samples around the batch's pooled rate of verified passes."""

@@ -27,19 +27,19 @@ import ray
 
 from agentbon.config import RunConfig
 from agentbon.orchestrate import shipping, workers
-from agentbon.orchestrate.budget import TaskState
+from agentbon.orchestrate.budget import Allocator, TaskState
 from agentbon.orchestrate.cluster import Cluster, is_ctrl_c_handler
 from agentbon.orchestrate.early_stop import Saved
 from agentbon.orchestrate.events import Allocated, Recorder, ServerTokens, Shipped
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.faults import Failure, RetryBudget, classify, deadline_failure
-from agentbon.orchestrate.outcomes import RolloutStage
 from agentbon.orchestrate.plan import ROLES, Plan, make_spec, roles_missing
-from agentbon.orchestrate.selection import SelectionStage
+from agentbon.orchestrate.rollout_stage import RolloutStage
+from agentbon.orchestrate.selection_stage import SelectionStage
 from agentbon.orchestrate.state import RunState, TaskBook, Unit, UnitKind, VerdictCache
 from agentbon.orchestrate.supervise import Supervisor
 from agentbon.orchestrate.tracker import start_tracker
-from agentbon.orchestrate.verification import VerifyStage
+from agentbon.orchestrate.verify_stage import VerifyStage
 from agentbon.types import Role, Rollout, Task
 
 TICK_S = 0.5
@@ -82,7 +82,7 @@ class Driver:
         self.handlers: dict[UnitKind, Handler] = {
             "prepare": self.rollouts.on_prepare, "rollout": self.rollouts.on_rollout, "verify": self.verify.on_verify,
         }
-        self.allocator = config.allocator()
+        self.allocator = Allocator.of(config)
         """The batch budget's (None without ``run.budget``): more rollouts for the tasks likeliest to gain."""
         self._budget_cache: dict[str, tuple[int, TaskState]] = {}
         self._config_ref, self._factories_ref = ray.put(config), ray.put(factories)

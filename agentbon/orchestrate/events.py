@@ -82,11 +82,6 @@ class ServerTokens(Event):
     generated: int
 
 
-class Tick(Event):
-    kind: ClassVar[str] = "tick"
-    persist: ClassVar[bool] = False
-
-
 class Infra(Event):
     """A unit failed on infrastructure (retried within the bound, or recorded as ``infra_error``)."""
 

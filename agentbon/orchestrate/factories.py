@@ -41,15 +41,14 @@ def default_model(config: ModelConfig) -> Model:
 
 
 def default_verifier(config: RunConfig) -> Verifier:
-    """The test verifier: fresh sandboxes labelled with the run (the driver dedupes patches, so no cache here)."""
+    """The test verifier: fresh sandboxes labelled with the run (the driver dedupes patches)."""
     from agentbon.verify import TestVerifier
 
     labels = {"run": config.run_id or "", "stage": "verify"}
-    verify = config.verify.model_copy(update={"dedupe": False})
     backend = default_backend(config.sandbox)
     if config.run_id and hasattr(backend, "keep_warm"):  # reaped with the run: verification sandboxes may wait warm
         backend.keep_warm()
-    return TestVerifier(backend, verify, labels=labels, output_limit=config.sandbox.output_limit)
+    return TestVerifier(backend, config.verify, labels=labels, output_limit=config.sandbox.output_limit)
 
 
 def default_selector(name: str, config: RunConfig, store: RunStore | None = None) -> Selector:

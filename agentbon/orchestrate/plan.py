@@ -1,6 +1,6 @@
 """The planner: which rollouts and verifications a run still needs, given what the store already holds.
 
-Resume rules (design.md §6): a rollout is finished once its latest record is anything but
+Resume rules (docs/architecture.md): a rollout is finished once its latest record is anything but
 ``infra_error`` / ``cancelled``; finished rollouts never run again; raising N adds only the new
 indices; a finished rollout missing a verdict in some role (or holding an ``infra_error`` verdict)
 is verified again; a migration task that already has a passing candidate skips its remaining
@@ -17,7 +17,6 @@ from agentbon.config import RunConfig
 from agentbon.store import RunStore
 from agentbon.types import Role, Rollout, RolloutSpec, Task, Verdict, rollout_id_of
 
-UNFINISHED = ("infra_error", "cancelled")
 ROLES: tuple[Role, ...] = ("evidence", "grade")
 
 
@@ -25,11 +24,6 @@ def derive_seed(base: int, task_id: str, index: int) -> int:
     """A stable per-rollout seed from (config seed, task id, index); 31 bits so every server accepts it."""
     digest = hashlib.sha256(f"{base}:{task_id}:{index}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
-def is_finished(rollout: Rollout | None) -> bool:
-    """True when a rollout's record is final (resume never runs it again)."""
-    return rollout is not None and rollout.status not in UNFINISHED
 
 
 def roles_missing(rollout: Rollout, verdicts: dict[Role, dict[str, Verdict]]) -> list[Role]:
@@ -72,7 +66,7 @@ def plan_run(tasks: list[Task], config: RunConfig, store: RunStore, run_id: str)
     verdicts: dict[Role, dict[str, Verdict]] = {role: store.verdicts(role) for role in ROLES}
     plan = Plan()
     for task in tasks:
-        done = {rid: r for rid, r in recorded.items() if r.task_id == task.task_id and is_finished(r)}
+        done = {rid: r for rid, r in recorded.items() if r.task_id == task.task_id and r.finished}
         plan.finished.update(done)
         plan.verify.extend(r for r in done.values() if roles_missing(r, verdicts))
         stopped = early_stopped(task, config, verdicts["grade"], set(done))

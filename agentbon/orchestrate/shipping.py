@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentbon.agent.templates import PROMPTS_ENV, prompts_digest, read_prompts
+from agentbon.agent.templates import PROMPTS_ENV
 from agentbon.config import AgentConfig, RunConfig
 from agentbon.errors import ConfigError, InfraError, TaskError
+from agentbon.prompt_files import prompts_digest, read_prompts
 from agentbon.types import Task
 
 VERIFIERS_ENV = "AGENTBON_VERIFIERS"

@@ -1,4 +1,4 @@
-"""The units of work that run on Ray workers: one function per unit (style.md §9).
+"""The units of work that run on Ray workers: one function per unit (docs/architecture.md, "Conventions in the code").
 
 Workers never write the run store (a worker node need not share the driver's disk): each unit returns
 a record and the driver saves it. A unit catches broadly only at its own boundary, records the

@@ -27,7 +27,9 @@ Check = Callable[[Context], list[Problem]]
 def check_budget(ctx: Context) -> list[Problem]:
     """``run.budget`` covers every task's first allotment (orchestrate/budget.py); a warning where it exceeds what
     ``n`` per task can use."""
-    allocator = ctx.config.allocator()
+    from agentbon.orchestrate.budget import Allocator
+
+    allocator = Allocator.of(ctx.config)
     if allocator is None:
         return []
     tasks = len(ctx.tasks)

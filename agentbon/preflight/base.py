@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel
 
-from agentbon.config import RunConfig
+from agentbon.config import ModelConfig, RunConfig
 from agentbon.errors import ConfigError
 from agentbon.types import Task
 
@@ -64,6 +65,14 @@ class Context:
         self.engine_error: str | None = None
         """Why the engine cannot be reached (set by ``client()``); the ``engine`` check reports it, others skip."""
         self._cache: dict[str, Any] = {}
+
+    @cached_property
+    def model(self) -> ModelConfig:
+        """The model config as it will run (``run_batch`` has resolved it: the same config back); a ``ConfigError``
+        where it cannot be resolved (not cached: each check that asks says what it makes of it)."""
+        from agentbon.models import resolve_model
+
+        return resolve_model(self.config.model)
 
     def real(self, part: str) -> bool:
         """True where ``factories.<part>`` is agentbon's own (a test's fake needs no engine, server or extra)."""

@@ -20,10 +20,8 @@ def check_extras(ctx: Context) -> list[Problem]:
     """What the launcher agentbon starts needs: llama_cpp and a GGUF, or a vLLM interpreter and a model for it."""
     if ctx.config.model.urls() or not ctx.real("server"):
         return []
-    from agentbon.models import resolve_model
-
     try:
-        model = resolve_model(ctx.config.model)
+        model = ctx.model
     except ConfigError as e:
         return [Problem(check="extras", cause=str(e), fix=VLLM_FIX)]
     if model.launcher == "llama-cpp":
@@ -39,10 +37,9 @@ def check_settings(ctx: Context) -> list[Problem]:
     if ctx.config.model.urls() or not ctx.real("server"):
         return []
     from agentbon.inert import Mode, inert, refusal
-    from agentbon.models import resolve_model
 
     try:
-        model = resolve_model(ctx.config.model)
+        model = ctx.model
     except ConfigError:
         return []  # check_extras says why
     gpu = None

@@ -12,7 +12,7 @@ from typing import Any
 from agentbon.files import write_atomic
 from agentbon.report.html import render_html
 from agentbon.report.markdown import render_markdown
-from agentbon.report.model import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport, as_report, read_summary
+from agentbon.report.schema import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport, as_report, read_summary
 from agentbon.report.summary import build_report, build_summary
 from agentbon.store import RunStore
 

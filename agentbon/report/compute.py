@@ -7,21 +7,13 @@ samples in its curve sample; elsewhere it is NaN (``None`` in ``summary.json``),
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 import numpy as np
-
-try:
-    from numpy._core import multiarray as _multiarray
-except ImportError:  # numpy 1.x
-    from numpy.core import multiarray as _multiarray  # type: ignore[no-redef]
 
 from agentbon.metrics import (
     bootstrap_means,
@@ -153,44 +145,6 @@ def _selected(
     return estimate(s, correct, ks, draws=draws, seed=seed)
 
 
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-"""glibc's ``mallopt`` parameters (malloc.h)."""
-GLIBC_INITIAL = 128 * 1024
-"""Both thresholds' initial value in glibc, restored after the report."""
-
-
-@contextmanager
-def report_memory() -> Iterator[None]:
-    """The report's memory kept and in small pages while it computes; the process's own settings back after.
-
-    The report makes and drops many arrays of 10-20 MiB at 10,000 x 256. By default glibc maps each afresh and
-    unmaps it when freed, and numpy asks for 2 MiB pages on it (``madvise``), which the kernel may compact memory
-    to find. On this project's VMs, whose idle memory the host reclaims, every fresh page is what costs. So here
-    freed arrays stay in the heap and are reused (``mallopt``: no mapping per array, no trimming; the heap is
-    trimmed after), and numpy's arrays take plain pages. Measured at 10,000 x 256 (docs/estimators.md, "How long
-    the report takes"): 1.42-1.62 s against 1.87-2.54 s with only the memory kept, after the machine idled; plain
-    glibc and huge pages, 2.2-2.6 s. Without glibc or numpy's switch, that part is skipped."""
-    switch = getattr(_multiarray, "_set_madvise_hugepage", None)
-    huge = switch(False) if switch is not None else None
-    libc: ctypes.CDLL | None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        _ = libc.malloc_trim  # resolved now: a libc without it is left alone, not failed at the end
-        libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)
-        libc.mallopt(M_TRIM_THRESHOLD, (1 << 31) - 1)
-    except (OSError, AttributeError):  # not glibc
-        libc = None
-    try:
-        yield
-    finally:
-        if libc is not None:
-            libc.mallopt(M_MMAP_THRESHOLD, GLIBC_INITIAL)
-            libc.mallopt(M_TRIM_THRESHOLD, GLIBC_INITIAL)
-            libc.malloc_trim(0)
-        if switch is not None:
-            switch(huge)
-
-
 PARALLEL_CELLS = 1_000_000
 """Samples (tasks x N) from which the report's independent parts are computed in threads (below, threads cost
 more than they save)."""
@@ -301,9 +255,3 @@ def compute_curves(
             out.gap[name] = _band(gap_boot, np.where(measured, gap_mean, np.nan), confidence)
     return out
 
-
-def scaling(curves: Curves, wanted: Sequence[float] = ()) -> dict:
-    """The decision table (:func:`agentbon.report.scaling.scaling`), here too for callers that import it here."""
-    from agentbon.report.scaling import scaling as table  # the scaling module imports this one
-
-    return table(curves, wanted)

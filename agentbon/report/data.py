@@ -1,6 +1,6 @@
 """The run store as per-task arrays: what every metric and rendering reads (nothing is re-run).
 
-Rules (design.md §4, §5; docs/estimators.md): a sample is a rollout that finished (not ``infra_error``,
+Rules (docs/estimators.md, section 1): a sample is a rollout that finished (not ``infra_error``,
 not ``cancelled``) and whose grade verdict decided (``pass`` or ``fail``); a rollout whose grade ended
 in ``infra_error`` or is missing is left out of n exactly like an infra error, and counted apart. A
 task that early stop cut short draws its curves from its rollouts ``0..fixed-1`` only (the part fixed
@@ -33,11 +33,6 @@ CELL_CODES = ".PFUICG"
 (``U``: no grade verdict, ``G``: the grade verification ended in an infra error; neither is in n)."""
 DEFAULT_FIXED = 4
 """``early_stop_fixed`` of a run whose events and config do not say."""
-
-
-def is_sample(rollout: Rollout) -> bool:
-    """Whether a rollout finished (not an infra error, not cancelled); a sample also needs a decided grade."""
-    return rollout.status not in ("infra_error", "cancelled")
 
 
 @dataclass
@@ -149,7 +144,7 @@ class RunData:
 
     def is_valid(self, rollout: Rollout) -> bool:
         """Whether a rollout finished (not an infra error, not cancelled); ``valid`` also needs a decided grade."""
-        return is_sample(rollout)
+        return rollout.finished
 
 
 def _task_order(tasks: list[Task], rollouts: dict[str, Rollout], selections: list[Selection]) -> list[str]:
@@ -219,13 +214,13 @@ def load_run(store: RunStore) -> RunData:
         i, j = row[r.task_id], r.index
         present[i, j] = True
         clusters[i, j] = cluster_of[i].setdefault(patch_hash(r.patch), len(cluster_of[i]))
-        if not is_sample(r):  # not a sample: its outcome is unknown
+        if not r.finished:  # not a sample: its outcome is unknown
             cells[i, j] = INFRA if r.status == "infra_error" else CANCELLED
             continue
         verdict = grades.get(rid)
         status = verdict.status if verdict else None
         cells[i, j] = {"pass": PASS, "fail": FAIL, "infra_error": GRADE_INFRA}.get(status or "", UNGRADED)
-        valid[i, j] = status in ("pass", "fail")  # an undecided grade is no sample: left out of n, counted apart
+        valid[i, j] = verdict is not None and verdict.decided  # an undecided grade is no sample: left out of n, counted apart
         correct[i, j] = 1.0 if status == "pass" else 0.0
         seen = Candidate(rollout=r, evidence=evidence.get(rid))
         evidence_pass[i, j] = seen.evidence is not None and seen.evidence.status == "pass"

@@ -105,7 +105,6 @@ def _untested(data: RunData, cells: np.ndarray) -> list[dict[str, Any]]:
     """The run's selectors that read no test, each choosing among all of a task's candidates: selected accuracy as
     the exact expectation of its choice (ties and draws included, as the curves compute selected@k at k = n)."""
     from agentbon.report.compute import as_estimator_scores
-    from agentbon.report.summary import ESTIMATORS
 
     tasks = cells.shape[0]
     right = data.correct * data.candidate
@@ -114,7 +113,7 @@ def _untested(data: RunData, cells: np.ndarray) -> list[dict[str, Any]]:
         scores = data.scores.get(name)
         if scores is None or not tasks:
             continue
-        est = ESTIMATORS.get(name, "rank")
+        est = SELECTORS[name].estimator
         logits = as_estimator_scores(scores, est, data.candidate)
         # A choice among all of them: the exact expectation has a closed form (no sum over subsets, no sort).
         whole = softmax_whole if est == "softmax" else top_group_mean

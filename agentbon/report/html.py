@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from agentbon.report.model import RunReport, as_dict
+from agentbon.report.schema import RunReport, as_dict
 from agentbon.report.svg import COVERAGE_COLOR, ORACLE_COLOR, PALETTE, Series, bar_chart, heatmap, line_chart
 from agentbon.report.tables import Table, all_tables, num
 

@@ -72,5 +72,5 @@ def rollout_report(data: RunData) -> dict:
     """The same keys over rollout ids: infra_error rollouts are errors, not failures."""
     buckets = {rid: _bucket(r, data.grades.get(rid)) for rid, r in data.rollouts.items()}
     total = sorted(buckets)
-    submitted = [rid for rid in total if data.rollouts[rid].status not in ("infra_error", "cancelled")]
+    submitted = [rid for rid in total if data.rollouts[rid].finished]
     return _report(total, submitted, buckets)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentbon.report.model import RunReport, as_dict
+from agentbon.report.schema import RunReport, as_dict
 from agentbon.report.tables import Table, all_tables
 
 

@@ -67,7 +67,7 @@ def states(store: RunStore, primary: str | None) -> dict[str, TaskState]:
     for task in store.tasks():
         mine = [ro for ro in rollouts.values() if ro.task_id == task.task_id]
         graded = [grades[ro.rollout_id] for ro in mine if ro.rollout_id in grades]
-        decided = [v for v in graded if v.status in ("pass", "fail")]
+        decided = [v for v in graded if v.decided]
         infra = any(ro.status == "infra_error" for ro in mine) or any(v.status == "infra_error" for v in graded)
         passed = sum(v.status == "pass" for v in decided)
         winner = winners.get(task.task_id)
@@ -90,7 +90,7 @@ def flaky(*stores: RunStore) -> dict[str, int]:
         rollouts = store.rollouts()
         for rid, verdict in store.verdicts("grade").items():
             rollout = rollouts.get(rid)
-            if rollout is None or verdict.status not in ("pass", "fail") or not rollout.patch.strip():
+            if rollout is None or not verdict.decided or not rollout.patch.strip():
                 continue
             seen.setdefault((rollout.task_id, _normalised(rollout.patch)), set()).add(verdict.status)
     counts: dict[str, int] = {}

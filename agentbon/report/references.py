@@ -1,4 +1,4 @@
-"""Published best-of-N figures on SWE-bench Verified (design.md §5): external references, not this run."""
+"""Published best-of-N figures on SWE-bench Verified: external references, not this run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``summary.json``: every figure of a run as a versioned :class:`~agentbon.report.model.RunReport`."""
+"""``summary.json``: every figure of a run as a versioned :class:`~agentbon.report.schema.RunReport`."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ from agentbon.errors import ConfigError
 from agentbon.metrics import doubling_ks
 from agentbon.report.budget import budget_section
 from agentbon.report.calibration import calibration_section
-from agentbon.report.compute import Band, Curves, Estimator, compute_curves, report_memory
+from agentbon.report.compute import Band, Curves, Estimator, compute_curves
 from agentbon.report.costs import cost_section, theory_section
 from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA, PASS, UNGRADED, RunData, load_run
 from agentbon.report.flags import flag_section
 from agentbon.report.frontier import frontier_section
 from agentbon.report.instances import rollout_report, winner_report
-from agentbon.report.model import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport
 from agentbon.report.references import LABEL, REFERENCES
 from agentbon.report.scaling import scaling
+from agentbon.report.schema import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport
 from agentbon.select import SELECTORS
 from agentbon.store import RunStore
 
@@ -197,11 +197,6 @@ def build_summary(store: RunStore, data: RunData | None = None, **overrides: obj
 
 def build_report(store: RunStore, data: RunData | None = None, **overrides: object) -> RunReport:
     """Everything ``report.md``, ``report.html`` and the terminal show, as one typed, versioned record."""
-    with report_memory():
-        return _build_report(store, data, **overrides)
-
-
-def _build_report(store: RunStore, data: RunData | None = None, **overrides: object) -> RunReport:
     data = data or load_run(store)
     options = report_options(data.config, **overrides)
     curves = run_curves(data, options)
@@ -211,7 +206,7 @@ def _build_report(store: RunStore, data: RunData | None = None, **overrides: obj
     cells = data.cells
     left_out = {code: int((cells == code).sum()) for code in (INFRA, GRADE_INFRA, UNGRADED, CANCELLED)}
     empty = sum(1 for r in data.rollouts.values() if data.is_valid(r) and not r.patch.strip()
-                and (g := data.grades.get(r.rollout_id)) is not None and g.status in ("pass", "fail"))  # fmt: skip
+                and (g := data.grades.get(r.rollout_id)) is not None and g.decided)  # fmt: skip
     scale = scaling(curves, options.targets)
     for name in data.oracles:  # the oracle is reported as such, never in the scaling table's selectors
         scale["selectors"].pop(name, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentbon.report.model import RunReport, as_dict
+from agentbon.report.schema import RunReport, as_dict
 
 NOT_MEASURED = "not measured"
 

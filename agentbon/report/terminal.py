@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from agentbon.console import make_console
-from agentbon.report.model import RunReport
+from agentbon.report.schema import RunReport
 from agentbon.report.tables import Table, all_tables
 
 

@@ -15,7 +15,7 @@ from agentbon.sandbox.base import ensure_base_image
 from agentbon.sandbox.docker import DockerBackend, DockerSandbox
 from agentbon.sandbox.engine import docker_client
 from agentbon.sandbox.process import ProcessBackend, ProcessSandbox
-from agentbon.sandbox.reaper import Reaper, reap
+from agentbon.sandbox.reaper import reap
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,6 @@ __all__ = [
     "DockerSandbox",
     "ProcessBackend",
     "ProcessSandbox",
-    "Reaper",
     "docker_client",
     "ensure_base_image",
     "make_backend",

@@ -12,7 +12,6 @@ from pathlib import Path
 
 LABEL = "agentbon"
 """Every agentbon container carries ``agentbon=1``; the reaper finds leftovers by it."""
-LABEL_KEYS = ("run_id", "task_id", "rollout_id", "purpose")
 SESSION_ENV = "AGENTBON_SESSION"
 """When set, sandboxes are also labelled ``agentbon.session=<value>`` (the test suite checks for leftovers by it)."""
 KILL_GRACE_S = 5

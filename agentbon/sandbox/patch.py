@@ -13,6 +13,7 @@ import secrets
 import shlex
 from collections.abc import Callable
 
+from agentbon.diffs import GIT_HEADER, header_paths
 from agentbon.errors import PatchError
 from agentbon.types import ExecResult
 
@@ -75,9 +76,9 @@ def _non_utf8_paths(patch: bytes) -> list[str]:
             continue
         except UnicodeDecodeError:
             pass
-        header = section.split(b"\n", 1)[0][len(b"diff --git ") :]
-        if header.startswith(b"a/"):  # "a/P b/P": both halves are equal without a rename
-            paths.append(header[2 : 2 + (len(header) - 5) // 2].decode("utf-8", errors="replace"))
+        header = header_paths(section.split(b"\n", 1)[0][len(GIT_HEADER) :].decode("utf-8", errors="replace"))
+        if header:
+            paths.append(header[0])
     return paths
 
 

@@ -13,19 +13,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
 """(image reference, the sandbox's labels without the rollout's own)."""
 UNIT_LABELS = ("rollout", "rollout_id", "agentbon.rollout_id", "attempt", "agentbon.attempt")
-
-
-class Warmable(Protocol):
-    def ready(self) -> bool: ...
-
-    def close(self) -> None: ...
 
 
 def pool_key(image: str, labels: dict[str, str]) -> Key:

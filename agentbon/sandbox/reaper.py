@@ -1,12 +1,10 @@
-"""Removing leftover sandboxes by label: at the start and end of a run, at interpreter exit, and on demand."""
+"""Removing leftover sandboxes of both backends by label (``agentbon cleanup``)."""
 
 from __future__ import annotations
 
-import atexit
 import logging
 
-from agentbon.errors import AgentbonError, EngineUnavailable
-from agentbon.protocols import SandboxBackend
+from agentbon.errors import EngineUnavailable
 from agentbon.sandbox.engine import docker_client, reap_containers
 from agentbon.sandbox.process import reap_process_sandboxes
 
@@ -25,38 +23,3 @@ def reap(labels: dict[str, str] | None = None) -> int:
         log.info("reap: skipping containers: %s", e)
         return removed
     return removed + reap_containers(client, labels)
-
-
-class Reaper:
-    """Removes a run's leftovers on entry, on exit, and at interpreter exit should the block never finish.
-
-    ``with Reaper(backend, {"run_id": run_id}):`` keeps a crashed earlier attempt's containers from piling up,
-    and makes sure this one's are gone when it ends, however it ends short of SIGKILL.
-    """
-
-    def __init__(self, backend: SandboxBackend, labels: dict[str, str] | None = None):
-        self.backend, self.labels = backend, dict(labels or {})
-        self.removed = 0
-
-    def sweep(self) -> int:
-        """Remove matching sandboxes now; failures are logged, never raised (this runs during shutdown)."""
-        try:
-            count = self.backend.reap(self.labels)
-        except AgentbonError as e:
-            log.warning("could not remove leftover sandboxes (%s): run `agentbon cleanup`", e)
-            return 0
-        if count:
-            log.info("removed %d leftover sandbox(es) matching %s", count, self.labels or "agentbon=1")
-        self.removed += count
-        return count
-
-    def __enter__(self) -> Reaper:
-        self.sweep()
-        atexit.register(self.sweep)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self.sweep()
-        finally:
-            atexit.unregister(self.sweep)

@@ -13,23 +13,7 @@ from agentbon.config import SelectConfig
 from agentbon.errors import ConfigError
 from agentbon.protocols import Critic, Selector
 from agentbon.select.base import FLAGGED, INVALID_SCORE, blocking_flags, invalid_reason
-from agentbon.select.selectors import (
-    BaseSelector,
-    CriticOnly,
-    CriticThenTests,
-    Majority,
-    Oracle,
-    RandomChoice,
-    SoftBestOfN,
-    TestsOnly,
-    TestsThenCritic,
-)
-
-SELECTORS: dict[str, type[BaseSelector]] = {
-    cls.name: cls
-    for cls in (TestsThenCritic, CriticThenTests, TestsOnly, CriticOnly, Majority, SoftBestOfN, RandomChoice, Oracle)
-}
-"""Every selector by name; its traits are class attributes (``estimator``, ``uses_critic``, ``reads_tests``)."""
+from agentbon.select.selectors import SELECTORS
 
 
 def make_selector(

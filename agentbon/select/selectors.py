@@ -311,3 +311,10 @@ class Oracle(BaseSelector):
             self.seed,
             oracle=True,
         )
+
+
+SELECTORS: dict[str, type[BaseSelector]] = {
+    cls.name: cls
+    for cls in (TestsThenCritic, CriticThenTests, TestsOnly, CriticOnly, Majority, SoftBestOfN, RandomChoice, Oracle)
+}
+"""Every selector by name; its traits are class attributes (``estimator``, ``uses_critic``, ``reads_tests``)."""

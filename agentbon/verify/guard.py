@@ -13,13 +13,13 @@ section changed.
 from __future__ import annotations
 
 import configparser
-import re
 import shlex
 import sys
 import tomllib
 from fnmatch import fnmatch
 from pathlib import PurePosixPath
 
+from agentbon.diffs import files_touched
 from agentbon.types import Task, TestSet
 
 TEST_DIRS = frozenset({"test", "tests", "testing", "e2e"})
@@ -30,17 +30,6 @@ RUNNER_CONFIG = frozenset({"pytest.ini", ".pytest.ini", ".gitattributes"})
 SECTIONED_CONFIG = {"setup.cfg": "tool:pytest", "tox.ini": "pytest", "pyproject.toml": "tool.pytest"}
 """Config files that protect only their pytest section: file name → section."""
 
-_DIFF_PATH = re.compile(r"^diff --git a/(.+?) b/(.+)$", re.MULTILINE)
-
-
-def patch_paths(patch: str) -> set[str]:
-    """The paths a git-format patch names (both sides of renames)."""
-    out: set[str] = set()
-    for a, b in _DIFF_PATH.findall(patch):
-        out.update((a, b))
-    return out
-
-
 def task_files(task: Task) -> set[str]:
     """Files the task names as tests in either role: listed files, files of test ids, files its test patches touch."""
     out: set[str] = set()
@@ -50,7 +39,7 @@ def task_files(task: Task) -> set[str]:
 
 
 def _set_files(tests: TestSet) -> set[str]:
-    out = set(tests.files) | patch_paths(tests.patch)
+    out = set(tests.files) | set(files_touched(tests.patch))
     hosts: dict[str, bool] = {}  # path -> whether every id in it is a doctest of a code module
     for test_id in tests.tests:
         path = test_id.split("::", 1)[0]

@@ -47,7 +47,6 @@ from agentbon.protocols import Sandbox, SandboxBackend
 from agentbon.types import Flag, Role, Rollout, Task, TestSet, Verdict, patch_hash
 from agentbon.verify import canary, evalscript, flaky, guard, harness, parsecheck, second
 from agentbon.verify.budget import HOUSEKEEPING_S, RUNNER_GRACE_S
-from agentbon.verify.cache import VerdictCache
 from agentbon.verify.grading import crosscheck, grade, graded_ids
 from agentbon.verify.junit import JUnitError, durations_for, outcomes_for, parse_junit
 from agentbon.verify.scan import scan_patch
@@ -118,25 +117,23 @@ class TestVerifier:
         self,
         backend: SandboxBackend,
         config: VerifyConfig | None = None,
-        cache: VerdictCache | None = None,
         labels: dict[str, str] | None = None,
         output_limit: int = 20_000,
     ):
         self.backend = backend
         self.config = config or VerifyConfig()
-        self.cache = cache if cache is not None else (VerdictCache() if self.config.dedupe else None)
         self.labels = labels or {}
         self.output_limit = output_limit
 
     def with_labels(self, **labels: str) -> TestVerifier:
         """This verifier with more container labels (the orchestrator names the unit, so a dead one's container
-        can be reaped); it shares the backend and the cache."""
+        can be reaped); it shares the backend."""
         other = copy.copy(self)
         other.labels = {**self.labels, **labels}
         return other
 
     def verify(self, task: Task, rollout: Rollout, role: Role) -> Verdict:
-        """Run the role's tests on the rollout's patch; identical patches share one verification."""
+        """Run the role's tests on the rollout's patch."""
         tests = task.evidence_tests if role == "evidence" else task.grade
         base = Verdict(
             run_id=rollout.run_id,
@@ -152,17 +149,7 @@ class TestVerifier:
             problem = harness.check(tests)  # MissingExtra when the swebench package is absent
             if problem:
                 return base.model_copy(update={"status": "infra_error", "reason": f"task error: {problem}"})
-        if self.cache is None:
-            return self._verify(task, tests, rollout.patch, base)
-        verdict, shared = self.cache.run(
-            VerdictCache.key(task, role, rollout.patch), lambda: self._verify(task, tests, rollout.patch, base)
-        )
-        if not shared:
-            return verdict
-        note = f" (verdict shared with identical patch {verdict.rollout_id})"
-        return verdict.model_copy(
-            update={"run_id": base.run_id, "rollout_id": base.rollout_id, "role": role, "reason": verdict.reason + note}
-        )
+        return self._verify(task, tests, rollout.patch, base)
 
     def _verify(self, task: Task, tests: TestSet, patch: str, base: Verdict) -> Verdict:
         started = time.monotonic()
@@ -175,7 +162,7 @@ class TestVerifier:
                 status, reason, fields = self._second_check(task, tests, patch, (status, reason, fields))
         except _Fail as f:
             status, reason, fields = f.status, f.reason, f.fields
-        except SandboxDiskLimit as e:  # what ran in it filled the disk: the candidate's doing (failure-taxonomy.md)
+        except SandboxDiskLimit as e:  # what ran in it filled the disk: the candidate's doing (docs/failure-taxonomy.md)
             status, reason, fields = "fail", f"the sandbox was stopped at its disk limit: {e}", {}
         except (InfraError, ConnectionError) as e:
             status, reason, fields = "infra_error", f"{type(e).__name__}: {e}", {}

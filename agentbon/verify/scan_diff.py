@@ -13,7 +13,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 
-from agentbon.diffs import unquote_git_path
+from agentbon.diffs import GIT_HEADER, header_paths, side_path, unquote_git_path
 
 _NOT_ADDED = re.compile(r"\n[^+\n][^\n]*")
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -44,13 +44,13 @@ def parse(patch: str, max_file_bytes: int, budget: int) -> list[FileChange]:
     """The files of a unified diff; at most ``budget`` characters of hunk lines kept, all files together."""
     files: list[FileChange] = []
     left = [budget]
-    starts, at = [0], patch.find("\ndiff --git ")
+    starts, at = [0], patch.find("\n" + GIT_HEADER)
     while at >= 0:
         starts.append(at + 1)
-        at = patch.find("\ndiff --git ", at + 1)
+        at = patch.find("\n" + GIT_HEADER, at + 1)
     for a, b in zip(starts, [*starts[1:], len(patch)], strict=True):
         section = patch[a:b]  # the patch itself, not a copy, when it holds one file
-        git = section.startswith("diff --git ")
+        git = section.startswith(GIT_HEADER)
         added = _added_chars(section) if git and len(section) > max_file_bytes else 0
         if added <= max_file_bytes:
             _parse_section(section, files, max_file_bytes, left, header_only=False)
@@ -77,7 +77,7 @@ def _added_chars(section: str) -> int:
 def _parse_section(
     section: str, files: list[FileChange], max_file_bytes: int, budget: list[int], header_only: bool
 ) -> None:
-    git = section.startswith("diff --git ")
+    git = section.startswith(GIT_HEADER)
     cur: FileChange | None = None
     hunk: list[tuple[int, str, bool]] = []
     old_left = new_left = number = 0
@@ -132,8 +132,8 @@ def _parse_section(
             number = int(match.group(2))
             hunk = []
             cur.hunks.append(hunk)
-        elif line.startswith("diff --git "):
-            cur = FileChange(_git_header_path(line[len("diff --git ") :].rstrip("\n")))
+        elif line.startswith(GIT_HEADER):
+            cur = FileChange((header_paths(line[len(GIT_HEADER) :]) or ("", ""))[1])
             files.append(cur)
         elif line.startswith("--- "):
             if cur is None or cur.hunks:
@@ -141,7 +141,7 @@ def _parse_section(
                 files.append(cur)
             cur.new = cur.new or line[4:].startswith("/dev/null")
         elif line.startswith("+++ ") and cur is not None:
-            path = _side_path(line[4:].rstrip("\n"))
+            path = side_path(line[4:].rstrip("\n"))
             if path:
                 cur.path = path
             else:
@@ -159,24 +159,6 @@ def _parse_section(
                 cur.binary, in_binary = "GIT binary patch", 1
             elif line.startswith("Binary files ") and line.rstrip().endswith(" differ"):
                 cur.binary = "binary files differ"
-
-
-def _side_path(text: str) -> str | None:
-    text = text.split("\t", 1)[0]
-    path = unquote_git_path(text)
-    if path == "/dev/null":
-        return None
-    return path[2:] if path[:2] in ("a/", "b/") else path
-
-
-def _git_header_path(rest: str) -> str:
-    """The new-side path of a ``diff --git`` header (both sides equal unless renamed; ``rename to`` corrects it)."""
-    if rest.endswith('"'):
-        start = rest.rfind(' "')
-        return _side_path(rest[start + 1 :]) or "" if start >= 0 else ""
-    half = (len(rest) - 1) // 2
-    new = rest[half + 1 :]
-    return new[2:] if new.startswith("b/") else rest.rsplit(" b/", 1)[-1]
 
 
 def _delta_target_size(lines: list[str]) -> int | None:

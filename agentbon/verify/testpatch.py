@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-_FILE = re.compile(r"^diff --git a/(.+?) b/(.+)$")
+from agentbon.diffs import GIT_HEADER, header_paths
+
 _DEF = re.compile(r"^[+-]\s*(?:async\s+def|def|class)\s+([A-Za-z_]\w*)")
 _DJANGO_ID = re.compile(r"^([A-Za-z_]\w*) \(([\w.]+)\)$")
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -37,9 +38,9 @@ def patch_facts(patch: str) -> PatchFacts:
     added: dict[str, set[str]] = {}
     removed: dict[str, set[str]] = {}
     for line in patch.splitlines():
-        header = _FILE.match(line)
+        header = header_paths(line[len(GIT_HEADER) :]) if line.startswith(GIT_HEADER) else None
         if header:
-            path, in_hunk = header.group(2), False
+            path, in_hunk = header[1], False
             facts.changed_files.add(path)
             continue
         if not in_hunk:

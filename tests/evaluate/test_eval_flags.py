@@ -10,7 +10,7 @@ from rich.console import Console
 
 from agentbon.evaluate.match import Matched
 from agentbon.evaluate.predictions import Prediction
-from agentbon.evaluate.report import build_report
+from agentbon.evaluate.report import build_eval_report
 from agentbon.evaluate.table import print_report
 from agentbon.store import RunStore
 from agentbon.types import Flag, RepoSource, Task, TestSet, Verdict
@@ -41,7 +41,7 @@ def graded(tmp_path: Path) -> tuple[RunStore, Matched, list[Task]]:
 
 def test_instances_carry_flags_beside_tampered(tmp_path):
     store, matched, tasks = graded(tmp_path)
-    report = build_report(store, matched, tasks, [], "preds.jsonl")
+    report = build_eval_report(store, matched, tasks, [], "preds.jsonl")
     inst = report["instances"]
     assert inst["a"]["flags"] == [] and inst["a"]["tampered"] == []
     assert inst["b"]["tampered"] == ["tests/test_b.py"]
@@ -57,7 +57,7 @@ def test_instances_carry_flags_beside_tampered(tmp_path):
 def test_terminal_prints_one_line_per_flag_kind(tmp_path):
     store, matched, tasks = graded(tmp_path)
     out = io.StringIO()
-    print_report(build_report(store, matched, tasks, [], "preds.jsonl"), Console(file=out, width=200))
+    print_report(build_eval_report(store, matched, tasks, [], "preds.jsonl"), Console(file=out, width=200))
     text = out.getvalue()
     lines = [line for line in text.splitlines() if line.startswith("flagged ")]
     assert lines == ["flagged tampered: 1 instance (b)", "flagged forged: 2 instances (c, d)",

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from eval_support import pred, write_jsonl
 
-from agentbon.evaluate.report import build_report
+from agentbon.evaluate.report import build_eval_report
 from agentbon.evaluate.run import HARNESS_TEST_TIMEOUT_S, prepare, unloaded_tasks
 from agentbon.store import RunStore
 from agentbon.tasks import load_suite
@@ -125,7 +125,7 @@ def agentbon_report(tmp_path: Path, made, dataset: Path, preds: Path, outcomes: 
             status, reason, fields = harness.judge(task, task.grade, p.model_patch, LOG_OF[kind])
             v = Verdict(**base, status=status, reason=reason, **fields)
         store.save_verdict(v)
-    report = build_report(store, matched, tasks, input_errors, str(preds), unloaded)
+    report = build_eval_report(store, matched, tasks, input_errors, str(preds), unloaded)
     return report, set(matched.graded) | set(matched.blank)
 
 

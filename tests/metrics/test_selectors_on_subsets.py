@@ -79,7 +79,7 @@ def _selectors(specs: dict[str, list[Spec]], select: SelectConfig, seed: int) ->
 def write_run(root, specs: dict[str, list[Spec]], select: SelectConfig | None = None, seed: int = 0,
               budget_first: int | None = None, early: dict[str, int] | None = None) -> RunStore:
     """A run store as a run writes it: rollouts, verdicts, and every registry selector's choice among all of a task's
-    finished rollouts (as orchestrate/selection.py runs them)."""
+    finished rollouts (as orchestrate/selection_stage.py runs them)."""
     select = select or SelectConfig(critic="none")
     n = max(len(row) for row in specs.values())
     store = RunStore(root / "run")

@@ -18,6 +18,7 @@ from agentbon.models import make_model, resolve_model
 from agentbon.models.endpoints import EndpointModels
 from agentbon.models.router import Router
 from agentbon.models.service import ModelService
+from agentbon.orchestrate.cluster import sandbox_slots
 from tests.models.fake_openai import FakeOpenAIServer, Reply, completion
 
 TASKS = [f"task-{i}" for i in range(6)]
@@ -56,7 +57,7 @@ def test_one_endpoint_works_as_before_and_several_are_a_list():
     assert ModelConfig().urls() == []
     resolved = resolve_model(several)
     assert resolved.launcher == "auto" and resolved.top_p == 0.95  # served elsewhere: nothing to launch here
-    assert RunConfig(model=several).slots() == 16  # batching servers
+    assert sandbox_slots(RunConfig(model=several)) == 16  # batching servers
 
 
 @pytest.mark.parametrize(

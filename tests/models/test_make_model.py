@@ -12,6 +12,7 @@ from agentbon.models import make_model, serving
 from agentbon.models.llama_server import llama_cpp_command, llama_cpp_server
 from agentbon.models.vllm_server import cpu_env, prefix_cache_stats, vllm_command, vllm_server
 from agentbon.models.weights import QWEN_CODER_1_5B, cached_path
+from agentbon.orchestrate.cluster import sandbox_slots
 from tests.models.fake_openai import FakeOpenAIServer
 
 
@@ -77,11 +78,11 @@ def test_auto_launcher_is_vllm_where_vllm_and_a_model_for_it_are_installed(tmp_p
     assert resolve_model(ModelConfig()).launcher == "llama-cpp"  # the default model not converted for vLLM
     assert resolve_model(ModelConfig(launcher="llama-cpp", path=str(hf_dir))).launcher == "llama-cpp"  # as given
     assert resolve_model(ModelConfig(endpoint="http://h/v1")).launcher == "auto"  # nothing to launch
-    assert RunConfig.model_validate({"model": {"path": str(hf_dir)}}).slots() == 16
+    assert sandbox_slots(RunConfig(model=resolve_model(ModelConfig(path=str(hf_dir))))) == 16
     # Two AVX2 cores: llama.cpp, vLLM installed or not (models/choice.py); its two slots.
     monkeypatch.setattr(choice, "this_cpu", lambda: parse_cpuinfo(EPYC_AVX2, cores=2))
     assert resolve_model(ModelConfig(path=str(hf_dir))).launcher == "llama-cpp"
-    assert RunConfig.model_validate({"model": {"path": str(hf_dir)}}).slots() == 2
+    assert sandbox_slots(RunConfig(model=resolve_model(ModelConfig(path=str(hf_dir))))) == 2
 
 
 def test_llama_command_queues_requests_instead_of_interrupting():

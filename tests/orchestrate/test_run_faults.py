@@ -166,7 +166,7 @@ def test_a_verification_past_its_own_budget_is_retried(tmp_path: Path, monkeypat
 
     from agentbon.testing import FakeVerifier
 
-    monkeypatch.setattr("agentbon.orchestrate.verification.budget_s", lambda verify, setup_s: 0.5)
+    monkeypatch.setattr("agentbon.orchestrate.verify_stage.budget_s", lambda verify, setup_s: 0.5)
     tasks = make_tasks(tmp_path, ["a"], migration=True)  # evidence is the grade: one verification per attempt
     slow = dataclasses.replace(fakes(tmp_path, {"a/0": "FIX"}), verifier=functools.partial(FakeVerifier, delay_s=2.0))
     result = run_batch(tasks, config(tmp_path, "infra_retries=1", "infra_backoff_s=0", n=1, run_id="r"), factories=slow)

@@ -10,6 +10,7 @@ from ray import exceptions as rex
 
 from agentbon.config import RunConfig
 from agentbon.errors import RolloutDeadline, SandboxGone, ServerFailure
+from agentbon.orchestrate.cluster import sandbox_slots
 from agentbon.orchestrate.deadline import Watchdog
 from agentbon.orchestrate.early_stop import should_stop, stop_task
 from agentbon.orchestrate.faults import RetryBudget, classify
@@ -179,10 +180,10 @@ def test_resuming_with_other_sampling_settings_is_refused(tmp_path) -> None:
 
 def test_sandbox_slots_follow_how_the_model_serves() -> None:
     llama = {"model": {"launcher": "llama-cpp"}}
-    assert RunConfig.model_validate(llama).slots() == 2  # llama.cpp's server answers one request at a time
-    assert RunConfig.model_validate({"model": {"launcher": "vllm"}}).slots() == 16
-    assert RunConfig.model_validate({"model": {"launcher": "vllm-actors"}}).slots() == 16
-    assert RunConfig.model_validate({"model": {"endpoint": "http://h:8000/v1"}}).slots() == 16
-    assert RunConfig.model_validate({"concurrency": 3, "model": {"launcher": "vllm"}}).slots() == 3
+    assert sandbox_slots(RunConfig.model_validate(llama)) == 2  # llama.cpp's server answers one request at a time
+    assert sandbox_slots(RunConfig.model_validate({"model": {"launcher": "vllm"}})) == 16
+    assert sandbox_slots(RunConfig.model_validate({"model": {"launcher": "vllm-actors"}})) == 16
+    assert sandbox_slots(RunConfig.model_validate({"model": {"endpoint": "http://h:8000/v1"}})) == 16
+    assert sandbox_slots(RunConfig.model_validate({"concurrency": 3, "model": {"launcher": "vllm"}})) == 3
     with pytest.raises(ValueError):
         RunConfig(concurrency=0)

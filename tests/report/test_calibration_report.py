@@ -8,7 +8,7 @@ from synth import flip_evidence, make_run
 
 from agentbon.critic import calibration as cal
 from agentbon.report import build_summary, render_html, render_markdown
-from agentbon.report.model import RunReport
+from agentbon.report.schema import RunReport
 
 GRID = {"a": "PFFF", "b": "PPFF", "c": "FFFF", "d": "PFPF", "e": "FFPF", "f": "PPPF"}
 CRITIC = {  # informative but not perfect: one passing candidate scored low, one failing high

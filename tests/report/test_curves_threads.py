@@ -49,20 +49,3 @@ def test_threaded_calibration_gives_the_serial_blocks(tmp_path, monkeypatch: pyt
     threaded = calibration.calibration_section(data, ReportConfig(bootstrap=100))
     assert [b["role"] for b in threaded["critics"]] == ["run", "baseline", "out-of-fold"]
     assert threaded == serial
-
-
-def test_report_memory_restores_the_process_settings_and_changes_no_number() -> None:
-    from numpy._core import multiarray
-
-    rng = np.random.default_rng(5)
-    correct = (rng.random((30, 8)) < 0.4).astype(float)
-    valid = np.ones((30, 8), bool)
-    scores = {"s": np.where(valid, correct + rng.normal(0, 1, correct.shape), np.nan)}
-    plain = compute.compute_curves(correct, valid, scores, [1, 2, 4, 8], n_boot=50)
-    before = multiarray._get_madvise_hugepage()
-    with compute.report_memory():
-        assert multiarray._get_madvise_hugepage() is False  # plain pages while the report computes
-        kept = compute.compute_curves(correct, valid, scores, [1, 2, 4, 8], n_boot=50)
-    assert multiarray._get_madvise_hugepage() == before
-    np.testing.assert_array_equal(kept.per_task_selected["s"], plain.per_task_selected["s"])
-    np.testing.assert_array_equal(kept.selected["s"].lo, plain.selected["s"].lo)

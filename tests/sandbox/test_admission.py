@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agentbon.sandbox.admission import Admission, Health, next_limit
-from agentbon.testing_engine import EngineModel, SlowEngine, simulate
+from agentbon.testing.engine import EngineModel, SlowEngine, simulate
 
 
 def test_quick_starts_raise_the_limit_to_the_ceiling_and_no_further():

@@ -191,7 +191,7 @@ def test_a_disk_fill_past_the_limit_is_stopped_and_reported(open_box, sandbox_co
     with pytest.raises(docker.errors.NotFound):  # removed at once: its layer no longer takes the host's disk
         engine.api.inspect_container(box.id)
     failure = classify(SandboxDiskLimit("x"), place="agent")
-    assert not failure.infra and failure.recorded_as == "agent_error"  # the model's outcome, as chaos.md's disk fault
+    assert not failure.infra and failure.recorded_as == "agent_error"  # the model's outcome, as docs/chaos.md's disk fault
 
 
 def test_a_sandbox_within_its_limit_is_left_alone(open_box, sandbox_config):

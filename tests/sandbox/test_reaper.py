@@ -1,17 +1,14 @@
-"""The reaper against the real engine: leftovers go by label, on exit, at interpreter exit, and on `agentbon cleanup`."""
+"""Reaping against the real engine: leftovers go by label, and on `agentbon cleanup`."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 import uuid
 
 import pytest
 from typer.testing import CliRunner
 
 from agentbon.cli import app
-from agentbon.sandbox import Reaper, reap
+from agentbon.sandbox import reap
 
 pytestmark = pytest.mark.docker
 
@@ -54,35 +51,6 @@ def test_a_container_removed_while_the_reap_lists_is_no_error(backend, tiny_task
     client.api.containers = racing  # the interleaving that failed whole end-of-run reaps (docker-py's list inspects)
     assert reap_containers(client, {"run_id": run}) == 1
     assert _count(engine, run) == 0
-
-
-def test_reaper_context_sweeps_on_entry_and_exit(backend, tiny_task, engine):
-    run_id = _run_id()
-    backend.open(tiny_task, {"run_id": run_id})  # a crashed earlier attempt's leftover
-    with Reaper(backend, {"run_id": run_id}) as reaper:
-        assert reaper.removed == 1
-        backend.open(tiny_task, {"run_id": run_id})  # never closed by its user
-    assert reaper.removed == 2 and _count(engine, run_id) == 0
-
-
-def test_leftovers_are_removed_at_interpreter_exit(backend, tiny_task, engine):
-    run_id = _run_id()
-    script = textwrap.dedent(
-        f"""
-        from agentbon.config import SandboxConfig
-        from agentbon.sandbox import DockerBackend, Reaper
-        from agentbon.types import Task
-        task = Task.model_validate_json({tiny_task.model_dump_json()!r})
-        backend = DockerBackend(SandboxConfig())
-        Reaper(backend, {{"run_id": {run_id!r}}}).__enter__()  # never exited: atexit must sweep
-        box = backend.open(task, {{"run_id": {run_id!r}}})
-        print(box.exec("echo up").output, end="")
-        raise SystemExit(3)
-        """
-    )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 3 and proc.stdout == "up\n", proc.stderr
-    assert _count(engine, run_id) == 0
 
 
 def test_cleanup_command_reports_how_many(backend, tiny_task, engine):

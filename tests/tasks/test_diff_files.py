@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentbon.diffs import files_touched, unquote_git_path
+from agentbon.diffs import files_touched, header_paths, unquote_git_path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -44,3 +44,12 @@ def test_unquote():
     assert unquote_git_path('"a/caf\\303\\251.py"') == "a/café.py"
     assert unquote_git_path('"tab\\there \\"q\\""') == 'tab\there "q"'
     assert unquote_git_path("plain/path.py") == "plain/path.py"
+
+
+def test_one_reader_of_git_headers() -> None:
+    assert header_paths("a/my file.py b/my file.py") == ("my file.py", "my file.py")  # spaces: split in the middle
+    assert header_paths("a/old.py b/new.py\n") == ("old.py", "new.py")  # renamed
+    assert header_paths('"a/caf\\303\\251.py" "b/caf\\303\\251.py"') == ("café.py", "café.py")
+    assert header_paths('a/x.py "b/tab\\there.py"') == ("x.py", "tab\there.py")  # one side quoted
+    assert header_paths("x.py x.py") == ("x.py", "x.py")  # --no-prefix
+    assert header_paths("garbage") is None

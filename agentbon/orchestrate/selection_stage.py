@@ -47,7 +47,7 @@ class SelectionStage:
         candidates = [
             Candidate(rollout=r, evidence=evidence.get(r.rollout_id), grade=grade.get(r.rollout_id))
             for r in sorted(rollouts, key=lambda r: r.index)
-            if r.status not in ("infra_error", "cancelled")
+            if r.finished
         ]
         out: list[Selection] = []
         for name in self.config.select.selectors:

@@ -137,10 +137,6 @@ class SeriesScaling(Part):
     targets: list[Target]
     verifier_ceiling_at_k: int | None = None
 
-    @property
-    def stops_paying_at_k(self) -> int | None:
-        return self.stop.from_k if self.stop.call == "stops" else None
-
 
 class Scaling(Part):
     coverage: SeriesScaling

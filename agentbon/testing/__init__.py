@@ -1,4 +1,5 @@
-"""Fakes shipped in the package for tests (style.md §11): a scripted model, a fake sandbox. Never on the product path."""
+"""Test doubles shipped in the package (docs/architecture.md): a scripted model and a fake sandbox here, a slow engine
+(engine.py) and a scripted HTTP model server (http.py). Never in a run."""
 
 from __future__ import annotations
 

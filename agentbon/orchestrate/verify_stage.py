@@ -12,8 +12,8 @@ import ray
 from agentbon.orchestrate.cluster import reap_async
 from agentbon.orchestrate.early_stop import Saved, add, should_stop, stop_task
 from agentbon.orchestrate.faults import Failure
-from agentbon.orchestrate.outcomes import record_infra
 from agentbon.orchestrate.plan import ROLES
+from agentbon.orchestrate.rollout_stage import record_infra
 from agentbon.orchestrate.state import RunState, Unit
 from agentbon.types import Role, Rollout, Verdict, patch_hash
 from agentbon.verify.budget import budget_s
