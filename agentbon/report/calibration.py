@@ -23,6 +23,7 @@ import numpy as np
 
 from agentbon.config import ReportConfig
 from agentbon.critic import calibration as cal
+from agentbon.metrics.fallback import among_whole
 from agentbon.report.compute import mapped
 from agentbon.report.data import RunData
 from agentbon.types import Rollout
@@ -104,7 +105,7 @@ def calibration_section(data: RunData, options: ReportConfig) -> dict[str, Any]:
     out: dict[str, Any] = {"used": used, "why": why, "critics": [], "notes": []}
     if data.valid.size == 0:
         return out
-    cells = data.valid & data.candidate
+    cells = among_whole(data.candidate, data.fallback, data.valid)
     if not cells.any():
         out["notes"].append("no candidate with a decided grade: nothing to calibrate")
         return out

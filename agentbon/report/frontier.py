@@ -4,7 +4,8 @@ A run verifies every candidate with the evidence tests and then selects. A stage
 critic ranks a task's candidates (cheap: no container), and only its top ``m`` go through the evidence tests; the
 winner is the best of those by evidence, then critic. The cheap filters come first in every policy, and cost no
 test run: a candidate whose patch is empty or does not apply, or that a blocking flag marks, is not a candidate
-(``RunData.candidate``). The policies replayed, each over the run's own records (no extra compute):
+(``RunData.candidate``; under ``select.flagged_fallback: flagged`` a task without another one chooses among its
+flagged ones, metrics/fallback.py). The policies replayed, each over the run's own records (no extra compute):
 
 - ``tests on all, then critic`` (the run's ``tests-then-critic``): every candidate tested;
 - ``critic, tests on top m`` for m = 1, 2, 4, ... below the task's candidates;
@@ -35,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from agentbon.metrics.fallback import among_whole
 from agentbon.metrics.sampling import flat_index, gather_rows
 from agentbon.report.data import RunData
 from agentbon.select import SELECTORS
@@ -51,7 +53,7 @@ ANCHOR = {
 def frontier_section(data: RunData) -> dict[str, Any] | None:
     """The ``frontier`` part of ``summary.json``; None without recorded critic scores or graded candidates."""
     critic = data.scores.get("critic")
-    cells = data.valid & data.candidate
+    cells = among_whole(data.candidate, data.fallback, data.valid)
     if critic is None or not cells.any():
         return None
     # Each task's candidates in the critic's order (ties by index; non-candidates last), sorted once: a stage that
@@ -108,14 +110,14 @@ def _untested(data: RunData, cells: np.ndarray) -> list[dict[str, Any]]:
     from agentbon.report.summary import ESTIMATORS
 
     tasks = cells.shape[0]
-    right = data.correct * data.candidate
+    right = data.correct * cells
     out = []
     for name in UNTESTED:
         scores = data.scores.get(name)
         if scores is None or not tasks:
             continue
         est = ESTIMATORS.get(name, "rank")
-        logits = as_estimator_scores(scores, est, data.candidate)
+        logits = as_estimator_scores(scores, est, cells)
         # A choice among all of them: the exact expectation has a closed form (no sum over subsets, no sort).
         whole = softmax_whole if est == "softmax" else top_group_mean
         accuracy = float(whole(logits, right, data.valid).sum()) / tasks

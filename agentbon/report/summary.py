@@ -57,7 +57,9 @@ def run_curves(data: RunData, options: ReportConfig) -> Curves:
         return compute_curves(data.correct, curve, {name: scores[name] for name in names}, ks, options.bootstrap,
                               options.confidence, options.seed, estimators=ESTIMATORS,
                               candidates={name: c for name, c in candidates.items() if name in names},
-                              softmax=options.soft_bon, majority=options.majority)  # fmt: skip
+                              softmax=options.soft_bon, majority=options.majority,
+                              fallbacks={name: data.fallback for name in data.scores if name in names}
+                              if data.fallback is not None else None)  # fmt: skip
 
     return without_left_out(curves_of(data.curve, list(scores)), data, curves_of)
 
