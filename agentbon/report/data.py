@@ -145,6 +145,16 @@ class RunData:
     path: Path | None = None
     """The run's directory (None for data built without a store)."""
 
+    def left_out_rows(self, *selectors: str) -> np.ndarray:
+        """Per task row, whether the latest selection of any of ``selectors`` there failed on infrastructure
+        (``left_out``): the row is out of every figure that reads those selectors, never scored 0 (the one rule for
+        the curves, the frontier and the calibration; docs/failure-taxonomy.md, "Selection")."""
+        out = np.zeros(len(self.task_ids), bool)
+        row = {t: i for i, t in enumerate(self.task_ids)}
+        for name in selectors:
+            out[[row[t] for t in self.left_out.get(name, {}) if t in row]] = True
+        return out
+
     @property
     def primary(self) -> str | None:
         """The selector whose winners are exported: the config's first that has selections."""
@@ -188,7 +198,7 @@ def load_run(store: RunStore) -> RunData:
     rollouts = store.rollouts()
     grades, evidence = store.verdicts("grade"), store.verdicts("evidence")
     failed = store.selector_failures()
-    selections = [s for s in store.selections() if (s.task_id, s.selector) not in failed]
+    selections = store.standing_selections()
     infra_events = store.events_of("infra")
     unprepared = {t: f"{e['error']}: {e['message']}" for t, e in store.prepare_failures().items()}
     if store.current_task_ids() is not None:  # a resume left some tasks out: their records stay, out of the report
