@@ -25,6 +25,8 @@ class Mode:
     config: RunConfig
     launcher: str
     gpu: bool | None = None
+    command: str = "run"
+    """``run``, or ``eval`` (grades given patches: no model is served or sampled, agentbon/evaluate)."""
 
     @property
     def launches(self) -> str | None:
@@ -54,6 +56,10 @@ DOCKER = (
     "sandbox.disk_limit", "sandbox.disk_check_s", "sandbox.warm", "sandbox.max_starting", "sandbox.executor",
 )  # fmt: skip
 """What only the Docker backend reads (the process backend honours memory, pids, timeouts and network none)."""
+SAMPLING = ("model.temperature", "model.top_p", "model.top_k", "model.max_tokens")
+"""What only the agent's model calls read (the judge sends its own)."""
+CLIENT = ("model.endpoint", "model.endpoints", "model.api_key", "model.timeout_s", "model.retries")
+"""What a client of a served model reads."""
 PRICES = (
     "report.usd_per_mtok_prompt", "report.usd_per_mtok_completion", "report.usd_per_mtok_cached",
     "report.usd_per_sandbox_hour",
@@ -64,6 +70,11 @@ def _critics(m: Mode) -> bool:
     from agentbon.select.selectors import SELECTORS
 
     return any(SELECTORS[name].uses_critic for name in m.config.select.selectors if name in SELECTORS)
+
+
+def judges(config: RunConfig) -> bool:
+    """Whether a selector of the config asks the LLM judge (``select.critic=judge``), the one model call of an eval."""
+    return config.select.critic == "judge" and _critics(Mode(config, config.model.launcher))
 
 
 # fmt: off
@@ -79,6 +90,11 @@ RULES: tuple[Rule, ...] = (
          "on a cluster (run.ray_address): its Ray is never reniced", off=(0,)),
     Rule(("ray_niceness",), lambda m: m.launches not in ("llama-cpp", "vllm", "auto"),
          "where agentbon starts no model server beside a local Ray (an endpoint given, or engine actors)", off=(0,)),
+    Rule((*SERVER, "model.name", *SAMPLING), lambda m: m.command == "eval",
+         "with agentbon eval (it grades given patches: no model is served or sampled; the model's name is the "
+         "predictions' model_name_or_path, --model)"),
+    Rule((*CLIENT, "model.max_inflight"), lambda m: m.command == "eval" and not judges(m.config),
+         "with agentbon eval unless a selector asks the judge (select.critic=judge)"),
     Rule(SERVER, lambda m: bool(m.config.model.urls()), "with model.endpoint or model.endpoints given"),
     Rule(("model.max_inflight",), lambda m: bool(m.config.model.endpoint) or m.launches in ("llama-cpp", "vllm"),
          "with one model server (only model.endpoints and vllm-actors spread requests)"),

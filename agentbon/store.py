@@ -191,6 +191,12 @@ class RunStore:
                 out[(s.task_id, s.selector)] = s
         return list(out.values())
 
+    def standing_selections(self) -> list[Selection]:
+        """The latest selection per (task, selector), less those a later infrastructure failure replaced
+        (:meth:`selector_failures`): what every figure and export reads (docs/failure-taxonomy.md, "Selection")."""
+        failed = self.selector_failures()
+        return [s for s in self.selections() if (s.task_id, s.selector) not in failed]
+
     def selector_failures(self) -> dict[tuple[str, str], dict[str, Any]]:
         """(task, selector) → its ``selector_error`` event, where the latest selection of that task by that selector
         failed on infrastructure: the task is out of that selector's figures until a selection replaces it."""

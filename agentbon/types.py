@@ -455,6 +455,10 @@ class Ranked(Record):
     tokens: int | None = None
     """Tokens the critic spent scoring this candidate, where it calls a model and says so (the LLM judge); None
     otherwise (no model, or a run before this was recorded)."""
+    fallback_score: float | None = None
+    """Under ``select.flagged_fallback: flagged``, the score of a candidate a blocking flag kept out (its ``score`` is
+    ``-inf``), as the selector scores it among the flagged candidates alone: what the fallback chooses by in a
+    k-subset that holds no other candidate (docs/estimators.md, "The flagged fallback"). None otherwise."""
 
     @field_validator("score", mode="before")
     @classmethod

@@ -159,7 +159,8 @@ def config(
 ) -> RunConfig:
     """The run's config. ``judge``: the critic is the LLM judge (asking the scripted server) and the ``critic``
     selector scores every candidate with it; ``start``: agentbon starts the model server (``ChaosService``) instead of
-    being given the endpoint (without the judge, which needs an endpoint when the selectors are built)."""
+    being given the endpoint (without the judge: that invocation's server dies while it starts, so nothing is
+    selected there, and the judge fault's window is timed against the scripted server the other invocations use)."""
     judge = "judge" in faults and not start
     selectors = "[tests-then-critic,critic,oracle]" if judge else "[tests-then-critic,oracle]"
     endpoint = "model.launcher=llama-cpp" if start else f"model.endpoint={url}"

@@ -48,7 +48,13 @@ def serve(
     name: Annotated[
         str, typer.Option(help="Model name clients send.", rich_help_panel="Model")
     ] = "qwen2.5-coder-1.5b-instruct",
-    threads: Annotated[int, typer.Option(help="CPU threads (llama-cpp).", rich_help_panel="Server")] = 2,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="CPU threads: llama.cpp's (default 2), or vLLM's CPU build's OpenMP threads "
+            "(model.vllm_cpu_threads; default: auto). Refused with vLLM's GPU build.", rich_help_panel="Server",
+        ),
+    ] = None,
     ctx: Annotated[int, typer.Option(help="Context length.", rich_help_panel="Server")] = 8192,
 ) -> None:
     """Run a local OpenAI-compatible server in the foreground until Ctrl-C; prints its endpoint.
@@ -62,7 +68,7 @@ def serve(
 
     if launcher not in ("auto", "llama-cpp", "vllm"):
         raise typer.BadParameter(f"{launcher!r}: expected auto, llama-cpp or vllm", param_hint="--launcher")
-    config = ModelConfig(launcher=launcher, path=path, name=name, threads=threads, ctx=ctx)  # type: ignore[arg-type]
+    config = ModelConfig(launcher=launcher, path=path, name=name, ctx=ctx)  # type: ignore[arg-type]
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with exit_codes():
@@ -72,6 +78,8 @@ def serve(
             choice = choose(config, calibrate=True, log=typer.echo)
             typer.echo(choice.line())
             config = config.model_copy(update={"launcher": choice.launcher})
+        if threads is not None:
+            config = config.model_copy(update=_threads(config.launcher, threads))
         server = local_server(config, port=port or None, log=typer.echo)
         try:
             with starting(lambda: (f"the model server ({server.name})", f"its log {server.log_path} says why")):
@@ -81,6 +89,19 @@ def serve(
             typer.echo("stopped")
         finally:
             server.stop()
+
+
+def _threads(launcher: str, threads: int) -> dict[str, int]:
+    """Where ``--threads`` goes for the launcher: llama.cpp's ``-t`` (``model.threads``), or the OpenMP threads of
+    vLLM's CPU build (``model.vllm_cpu_threads``); vLLM's GPU build has no such setting, so it is refused there."""
+    if launcher != "vllm":
+        return {"threads": threads}
+    from agentbon.errors import ConfigError
+    from agentbon.models.vllm_server import cpu_build, vllm_python
+
+    if not cpu_build(vllm_python()):
+        raise ConfigError("--threads does nothing with vLLM's GPU build (it sets the CPU build's threads): leave it out")
+    return {"vllm_cpu_threads": threads}
 
 
 def _serve(server: Any, endpoint: str, name: str, stop: threading.Event) -> None:

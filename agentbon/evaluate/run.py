@@ -60,6 +60,22 @@ HARNESS_TEST_TIMEOUT_S = 1800.0
 """The harness's ``--timeout`` default (``swebench.harness.run_evaluation``): seconds one instance's tests may run."""
 
 
+def refuse_inert(config: RunConfig) -> None:
+    """Refuse what an eval never reads (agentbon/inert.py, command ``eval``: the model's server, sampling and name;
+    its client too unless a selector asks the judge), and a judge without an endpoint: an eval starts no server."""
+    from agentbon.errors import ConfigError
+    from agentbon.inert import Mode, inert, judges, refusal
+
+    problems = inert(Mode(config, config.model.launcher, command="eval"))
+    if problems:
+        raise ConfigError(refusal(problems))
+    if judges(config) and not config.model.urls():
+        raise ConfigError(
+            "select.critic=judge needs model.endpoint (or model.endpoints) with agentbon eval: it starts no model "
+            "server. Give the judge's endpoint, or choose another critic"
+        )
+
+
 def eval_config(config: RunConfig, model: str, tasks: list[Task] | None = None) -> RunConfig:
     """The run config of an eval: one rollout per task (the prediction), the model named, cheap selection.
 
@@ -122,6 +138,7 @@ def evaluate(
     from agentbon.orchestrate.plan import ROLES, roles_missing
     from agentbon.orchestrate.resume import earlier_run
 
+    refuse_inert(config)
     file = str(predictions_file)
     matched, input_errors = prepare(file, tasks, model=model, suite=suite, unloaded=unloaded)
     config = eval_config(config, matched.model, tasks)

@@ -119,7 +119,7 @@ class Driver:
         for rollout in plan.verify:
             self.verify.enqueue(rollout, roles_missing(rollout, state.verdicts))
         # A selection whose latest attempt failed on infrastructure is not one: those tasks are selected again.
-        selected = {(s.task_id, s.selector) for s in state.store.selections()} - set(state.store.selector_failures())
+        selected = {(s.task_id, s.selector) for s in state.store.standing_selections()}
         for book in state.books.values():
             book.stopped = book.task.task_id in plan.skipped or book.task.task_id in plan.stopped
             wanted = {(book.task.task_id, name) for name in state.config.select.selectors}

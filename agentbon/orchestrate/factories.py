@@ -51,12 +51,27 @@ def default_verifier(config: RunConfig) -> Verifier:
     return TestVerifier(backend, config.verify, labels=labels, output_limit=config.sandbox.output_limit)
 
 
+class ServedLater:
+    """The judge's model before the run's model service has started the server it owns (no endpoint given): what
+    the preflight builds the selectors with. The driver builds them again with the served endpoint (or engine pool)
+    once the service has started, so a call here is a bug, named as one."""
+
+    def __init__(self, config: ModelConfig):
+        self.name = config.name
+
+    def chat(self, messages: Any, *, seed: int | None = None, **sampling: Any) -> Any:
+        raise RuntimeError(f"the judge's model {self.name!r} was called before the run's model server started")
+
+
 def default_selector(name: str, config: RunConfig, store: RunStore | None = None) -> Selector:
-    """A selector by name (``tests-then-critic``, ``oracle``, ...); an LLM-judge critic talks to the run's endpoint."""
+    """A selector by name (``tests-then-critic``, ``oracle``, ...); an LLM-judge critic talks to the run's endpoint,
+    or, before the server the run starts itself is up (the preflight), to a :class:`ServedLater` stand-in."""
     from agentbon.select import make_selector
 
-    served = config.model.urls() or config.model.pool
-    model = default_model(config.model) if config.select.critic == "judge" and served else None
+    model: Any = None
+    if config.select.critic == "judge":
+        served = config.model.urls() or config.model.pool
+        model = default_model(config.model) if served else ServedLater(config.model)
     return make_selector(name, config.select, model=model, store=store, seed=config.model.seed)
 
 

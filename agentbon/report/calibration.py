@@ -23,6 +23,7 @@ import numpy as np
 
 from agentbon.config import ReportConfig
 from agentbon.critic import calibration as cal
+from agentbon.metrics.fallback import among_whole
 from agentbon.report.compute import mapped
 from agentbon.report.data import RunData
 from agentbon.types import Rollout
@@ -104,7 +105,15 @@ def calibration_section(data: RunData, options: ReportConfig) -> dict[str, Any]:
     out: dict[str, Any] = {"used": used, "why": why, "critics": [], "notes": []}
     if data.valid.size == 0:
         return out
-    cells = data.valid & data.candidate
+    # A task whose critic selection failed on infrastructure has no score from the run's critic: out of every block
+    # (compared on the same candidates), never read as a missing critic.
+    left = data.left_out_rows("critic")
+    cells = among_whole(data.candidate, data.fallback, data.valid) & ~left[:, None]
+    if left.any():
+        names = [t for t, out in zip(data.task_ids, left, strict=True) if out]
+        out["notes"].append(f"{len(names)} task(s) left out: the critic's selection failed on infrastructure "
+                            f"({', '.join(names[:5])}{', …' if len(names) > 5 else ''}); the same command selects "
+                            "them again")  # fmt: skip
     if not cells.any():
         out["notes"].append("no candidate with a decided grade: nothing to calibrate")
         return out

@@ -23,6 +23,7 @@ from agentbon.metrics import (
     selected_at_k,
     softmax_selected_at_k,
 )
+from agentbon.metrics.fallback import with_fallback
 from agentbon.metrics.majority import MAX_EXACT_N, exact_majority_work, majority_selected_at_k
 from agentbon.metrics.majority_estimate import majority_selected_at_k_estimate
 from agentbon.metrics.softmax_estimate import SampledEstimate, softmax_selected_at_k_estimate
@@ -145,6 +146,21 @@ def _selected(
     return estimate(s, correct, ks, draws=draws, seed=seed)
 
 
+def _add_fallback(
+    preferred: np.ndarray | SampledEstimate, alone: np.ndarray | SampledEstimate, n: np.ndarray, u: np.ndarray,
+    ks: list[int],
+) -> np.ndarray | SampledEstimate:  # fmt: skip
+    """The two terms of :func:`agentbon.metrics.fallback.with_fallback`; where either is an estimate (independent
+    draws), the standard errors add in quadrature, an upper bound since the second term's weight is at most 1."""
+    values = [x.values if isinstance(x, SampledEstimate) else np.asarray(x) for x in (preferred, alone)]
+    total = with_fallback(values[0].reshape(n.size, len(ks)), values[1].reshape(n.size, len(ks)), n, u, ks)
+    sampled = [x for x in (preferred, alone) if isinstance(x, SampledEstimate)]
+    if not sampled:
+        return total
+    se = np.sqrt(sum((x.se**2 for x in sampled), np.zeros(len(ks))))
+    return SampledEstimate(values=total, se=se, draws=min(x.draws for x in sampled))
+
+
 PARALLEL_CELLS = 1_000_000
 """Samples (tasks x N) from which the report's independent parts are computed in threads (below, threads cost
 more than they save)."""
@@ -176,6 +192,7 @@ def compute_curves(
     candidates: np.ndarray | dict[str, np.ndarray] | None = None,
     softmax: SoftmaxMode = "auto",
     majority: SoftmaxMode = "auto",
+    fallbacks: dict[str, np.ndarray] | None = None,
 ) -> Curves:
     """Coverage@k and, per selector, selected@k, loss@k and gap recovered@k with bootstrap bands over tasks.
 
@@ -188,7 +205,9 @@ def compute_curves(
     k-subset with no candidate counts as no choice (unsolved), whatever its samples' grades. A ``majority``
     selector's scores are its cluster labels (equal label, identical patch). ``softmax`` and ``majority`` say how
     those selectors are computed (:data:`SoftmaxMode`); an estimate's tasks are independent, so the bootstrap over
-    tasks carries its Monte Carlo noise, and ``Curves.estimated`` gives its standard error.
+    tasks carries its Monte Carlo noise, and ``Curves.estimated`` gives its standard error. ``fallbacks`` marks, per
+    selector, the samples it chooses among in a subset that holds none of its ``candidates``
+    (``select.flagged_fallback``, :mod:`agentbon.metrics.fallback`); their scores are the ones it gives them there.
     """
     if not ks or ks[0] != 1:
         raise ValueError(f"ks must start at 1, got {list(ks)}")
@@ -215,7 +234,14 @@ def compute_curves(
         est = estimators.get(name, "rank")
         cand = cand_of(name)
         mode = majority if est == "majority" else softmax
-        return _selected(as_estimator_scores(scores[name][rows], est, cand), cor * cand, cur, ks, est, mode, seed)
+        got = _selected(as_estimator_scores(scores[name][rows], est, cand), cor * cand, cur, ks, est, mode, seed)
+        back = (fallbacks or {}).get(name)
+        if back is None or not (back := np.asarray(back, bool)[rows] & ~cand & cur).any():
+            return got
+        # A subset without a candidate chooses among the flagged ones: over the samples that are not candidates.
+        other = cur & ~cand
+        alone = _selected(as_estimator_scores(scores[name][rows], est, back), cor * back, other, ks, est, mode, seed)
+        return _add_fallback(got, alone, n, (cand & cur).sum(axis=1), ks)
 
     # Independent selectors; a softmax or a vote (the costliest) starts first, not last in the pool.
     order = sorted(names, key=lambda name: estimators.get(name, "rank") not in ("softmax", "majority"))

@@ -88,9 +88,12 @@ class RunData:
     """The samples the curves use: ``valid``, less the rollouts past the fixed part of an early-stopped task."""
     candidate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
     """Samples a selector could pick (not an empty patch, not a patch that does not apply, no evidence flag outside
-    ``select.allow_flags`` unless the task's fallback lets every flagged one be chosen): the selectors' rule."""
+    ``select.allow_flags``): the selectors' rule."""
     oracle_candidate: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
-    """As ``candidate`` with flags left aside: the oracle's rule (it ranks by grade alone) and the fallback's."""
+    """As ``candidate`` with flags left aside: the oracle's rule (it ranks by grade alone)."""
+    fallback: np.ndarray | None = None
+    """Under ``select.flagged_fallback: flagged``, the flagged candidates (``oracle_candidate`` less ``candidate``): a
+    selector chooses among them in a k-subset that holds no candidate (metrics/fallback.py); None otherwise."""
     evidence_pass: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
     """Cells whose evidence verdict passed (the baseline a critic has to beat, report/calibration.py)."""
     evidence_s: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
@@ -137,6 +140,16 @@ class RunData:
     path: Path | None = None
     """The run's directory (None for data built without a store)."""
 
+    def left_out_rows(self, *selectors: str) -> np.ndarray:
+        """Per task row, whether the latest selection of any of ``selectors`` there failed on infrastructure
+        (``left_out``): the row is out of every figure that reads those selectors, never scored 0 (the one rule for
+        the curves, the frontier and the calibration; docs/failure-taxonomy.md, "Selection")."""
+        out = np.zeros(len(self.task_ids), bool)
+        row = {t: i for i, t in enumerate(self.task_ids)}
+        for name in selectors:
+            out[[row[t] for t in self.left_out.get(name, {}) if t in row]] = True
+        return out
+
     @property
     def primary(self) -> str | None:
         """The selector whose winners are exported: the config's first that has selections."""
@@ -180,7 +193,7 @@ def load_run(store: RunStore) -> RunData:
     rollouts = store.rollouts()
     grades, evidence = store.verdicts("grade"), store.verdicts("evidence")
     failed = store.selector_failures()
-    selections = [s for s in store.selections() if (s.task_id, s.selector) not in failed]
+    selections = store.standing_selections()
     infra_events = store.events_of("infra")
     unprepared = {t: f"{e['error']}: {e['message']}" for t, e in store.prepare_failures().items()}
     if store.current_task_ids() is not None:  # a resume left some tasks out: their records stay, out of the report
@@ -236,9 +249,6 @@ def load_run(store: RunStore) -> RunData:
             subset_live[i, j] = bool(seen.evidence.not_run)
         oracle_candidate[i, j] = invalid_reason(seen) is None
         candidate[i, j] = oracle_candidate[i, j] and not blocking_flags(seen, allowed)
-    if select.get("flagged_fallback") == "flagged":  # a task whose candidates are all flagged: they are chosen from
-        fallback = ~candidate.any(axis=1)
-        candidate[fallback] = oracle_candidate[fallback]
     stopped = early_stops(store.events_of("early_stop"), config)
     curve = valid.copy()
     for task_id, stop in stopped.items():
@@ -263,6 +273,7 @@ def load_run(store: RunStore) -> RunData:
         curve=curve,
         candidate=candidate,
         oracle_candidate=oracle_candidate,
+        fallback=oracle_candidate & ~candidate if select.get("flagged_fallback") == "flagged" else None,
         evidence_pass=evidence_pass,
         evidence_s=evidence_s,
         unparsed=unparsed,
@@ -317,5 +328,9 @@ def _scores(data: RunData, per_task: dict[str, Selection], row: dict[str, int]) 
         for ranked in selection.ranked:
             task, _, index = ranked.rollout_id.rpartition("/")
             if task == task_id and index.isdigit() and int(index) < data.n and data.valid[i, int(index)]:
-                scores[i, int(index)] = -np.inf if np.isnan(ranked.score) else ranked.score
+                # A flagged candidate's score where the fallback chooses (it is out of the other candidates' choice).
+                score = ranked.score if ranked.score > -np.inf or ranked.fallback_score is None else (
+                    ranked.fallback_score
+                )
+                scores[i, int(index)] = -np.inf if np.isnan(score) else score
     return scores

@@ -4,7 +4,8 @@ A run verifies every candidate with the evidence tests and then selects. A stage
 critic ranks a task's candidates (cheap: no container), and only its top ``m`` go through the evidence tests; the
 winner is the best of those by evidence, then critic. The cheap filters come first in every policy, and cost no
 test run: a candidate whose patch is empty or does not apply, or that a blocking flag marks, is not a candidate
-(``RunData.candidate``). The policies replayed, each over the run's own records (no extra compute):
+(``RunData.candidate``; under ``select.flagged_fallback: flagged`` a task without another one chooses among its
+flagged ones, metrics/fallback.py). The policies replayed, each over the run's own records (no extra compute):
 
 - ``tests on all, then critic`` (the run's ``tests-then-critic``): every candidate tested;
 - ``critic, tests on top m`` for m = 1, 2, 4, ... below the task's candidates;
@@ -22,7 +23,8 @@ test run: a candidate whose patch is empty or does not apply, or that a blocking
   come from the sandbox that ran the candidate, so a candidate can misstate them; they move this estimate only.
 
 Selected accuracy is the share of the run's tasks whose chosen candidate passed the grade (no candidate: not
-solved). Verification cost is the evidence tests' container-seconds as recorded (a candidate whose verdict was
+solved); a task where the critic's or a replayed selector's selection failed on infrastructure is left out of every
+policy (``RunData.left_out_rows``), never scored 0. Verification cost is the evidence tests' container-seconds as recorded (a candidate whose verdict was
 shared with an identical patch's cost nothing; where only the copy falls in the top m, that undercounts) and, for
 a critic that calls a model (the judge), the tokens it spent on the candidates it ranked (``Ranked.tokens`` of the
 run's ``critic`` selector; unknown for runs before they were recorded). "Throughput" is the
@@ -35,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from agentbon.metrics.fallback import among_whole
 from agentbon.metrics.sampling import flat_index, gather_rows
 from agentbon.report.data import RunData
 from agentbon.select import SELECTORS
@@ -51,13 +54,16 @@ ANCHOR = {
 def frontier_section(data: RunData) -> dict[str, Any] | None:
     """The ``frontier`` part of ``summary.json``; None without recorded critic scores or graded candidates."""
     critic = data.scores.get("critic")
-    cells = data.valid & data.candidate
+    # A task whose critic (or a selector replayed here) failed on infrastructure is out of every policy, never
+    # scored 0: the policies are compared on the same tasks.
+    out_rows = data.left_out_rows("critic", *UNTESTED)
+    cells = among_whole(data.candidate, data.fallback, data.valid) & ~out_rows[:, None]
     if critic is None or not cells.any():
         return None
     # Each task's candidates in the critic's order (ties by index; non-candidates last), sorted once: a stage that
     # narrows the candidates keeps the order of those left, so every family of policies reads this one order.
     order = np.argsort(-np.where(cells & np.isfinite(critic), critic, -np.inf), axis=1, kind="stable")
-    replay = _Replay(data, order)
+    replay = _Replay(data, order, tasks=int((~out_rows).sum()))
     out = replay.policies(cells, "")
     unparsed = cells & data.unparsed if data.parse_checked else np.zeros_like(cells)
     if data.parse_checked:  # the parse stage first: the candidates whose Python files all compile
@@ -68,7 +74,7 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
         subset_cost = float(np.where(subset, data.subset_s, 0.0).sum())
         rest = np.where(subset, data.evidence_s - data.subset_s, data.evidence_s)
         out += replay.policies(kept, "FAIL_TO_PASS first, then ", cost=rest, paid=subset_cost)
-    out += _untested(data, cells)
+    out += _untested(data, cells, replay.tasks)
     full_cost = out[0]["throughput"]
     for row in out:
         row["throughput"] = round(full_cost / row["throughput"], 3) if row["throughput"] > 0 else None
@@ -93,6 +99,8 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
         "subset_dropped": int((subset & data.subset_fail).sum()),
         "subset_live": int((subset & data.subset_live).sum()) if data.subset_checked else 0,
         "candidates": int(cells.sum()),
+        "tasks": replay.tasks,
+        "tasks_left_out": [t for t, out in zip(data.task_ids, out_rows, strict=True) if out],
     }
 
 
@@ -101,23 +109,23 @@ UNTESTED = tuple(name for name, cls in SELECTORS.items() if not cls.reads_tests 
 cost."""
 
 
-def _untested(data: RunData, cells: np.ndarray) -> list[dict[str, Any]]:
-    """The run's selectors that read no test, each choosing among all of a task's candidates: selected accuracy as
-    the exact expectation of its choice (ties and draws included, as the curves compute selected@k at k = n)."""
+def _untested(data: RunData, cells: np.ndarray, tasks: int) -> list[dict[str, Any]]:
+    """The run's selectors that read no test, each choosing among all of a task's candidates (``cells``, over
+    ``tasks`` tasks): selected accuracy as the exact expectation of its choice (ties and draws included, as the
+    curves compute selected@k at k = n)."""
     from agentbon.report.compute import as_estimator_scores
 
-    tasks = cells.shape[0]
-    right = data.correct * data.candidate
+    right = data.correct * cells
     out = []
     for name in UNTESTED:
         scores = data.scores.get(name)
         if scores is None or not tasks:
             continue
         est = SELECTORS[name].estimator
-        logits = as_estimator_scores(scores, est, data.candidate)
+        logits = as_estimator_scores(scores, est, cells)
         # A choice among all of them: the exact expectation has a closed form (no sum over subsets, no sort).
         whole = softmax_whole if est == "softmax" else top_group_mean
-        accuracy = float(whole(logits, right, data.valid).sum()) / tasks
+        accuracy = float(whole(logits, right, data.valid).sum()) / tasks if tasks else 0.0
         # soft-bon draws by the critic's scores: what a critic that calls a model spent is its cost too.
         tokens = None if name != "soft-bon" or data.critic_tokens is None else int(data.critic_tokens[cells].sum())
         out.append({
@@ -163,8 +171,9 @@ def _narrowed(cells: np.ndarray, kept: np.ndarray) -> np.ndarray:
 class _Replay:
     """The policies over one critic order (``order``: each row's cells, the critic's best first)."""
 
-    def __init__(self, data: RunData, order: np.ndarray):
+    def __init__(self, data: RunData, order: np.ndarray, tasks: int):
         self.data, self.order = data, order
+        self.tasks = tasks  # what accuracy is a share of: the run's tasks less those left out
         self.flat = flat_index(order, order.shape[1])
         self.right = gather_rows(data.correct > 0, order, self.flat)
         self.passing = gather_rows(data.evidence_pass, order, self.flat)
@@ -179,12 +188,12 @@ class _Replay:
         policy."""
         data, order = self.data, self.order
         cost = data.evidence_s if cost is None else cost
-        tasks, width = order.shape
-        every = np.arange(tasks)
+        tasks, width = self.tasks, order.shape[1]
+        every = np.arange(order.shape[0])
         ranked = gather_rows(cells, order, self.flat)
         rank = np.cumsum(ranked, axis=1)  # candidates up to each position: the m-th candidate is where rank == m
         spent = np.cumsum(np.where(ranked, gather_rows(cost, order, self.flat), 0.0), axis=1)
-        counts = rank[:, -1] if width else np.zeros(tasks, int)
+        counts = rank[:, -1] if width else np.zeros(order.shape[0], int)
         passing = ranked & self.passing
         pass_at = np.argmax(passing, axis=1)  # the critic's first candidate that passes the evidence
         pass_rank = np.where(passing.any(axis=1), rank[every, pass_at], width + 1)

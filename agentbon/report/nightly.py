@@ -62,7 +62,8 @@ def states(store: RunStore, primary: str | None) -> dict[str, TaskState]:
     """Each task's state in one run; ``primary`` None (no selection made yet) reads the run's configured first."""
     rollouts, grades = store.rollouts(), store.verdicts("grade")
     primary = primary or next(iter((store.config().get("select") or {}).get("selectors") or []), None)
-    winners = {s.task_id: s.winner for s in store.selections() if s.selector == primary}
+    # A selection a later infrastructure failure replaced no longer stands: the task has no result (not run).
+    winners = {s.task_id: s.winner for s in store.standing_selections() if s.selector == primary}
     out = {}
     for task in store.tasks():
         mine = [ro for ro in rollouts.values() if ro.task_id == task.task_id]

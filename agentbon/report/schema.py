@@ -308,6 +308,11 @@ class Frontier(Part):
     subset_live: int = 0
     """Graded candidates whose evidence verification ran that stage itself and stopped after it
     (``verify.fail_to_pass_first``): the run did not run their PASS_TO_PASS tests."""
+    tasks: int | None = None
+    """Tasks the accuracies are a share of: the run's, less ``tasks_left_out`` (None in summaries before it)."""
+    tasks_left_out: list[str] = Field(default_factory=list)
+    """Tasks whose critic (or a replayed selector's) selection failed on infrastructure: out of every policy, never
+    scored 0 (docs/failure-taxonomy.md, "Selection")."""
 
 
 class TaskRow(Part):

@@ -57,7 +57,9 @@ def run_curves(data: RunData, options: ReportConfig) -> Curves:
         return compute_curves(data.correct, curve, {name: scores[name] for name in names}, ks, options.bootstrap,
                               options.confidence, options.seed, estimators=ESTIMATORS,
                               candidates={name: c for name, c in candidates.items() if name in names},
-                              softmax=options.soft_bon, majority=options.majority)  # fmt: skip
+                              softmax=options.soft_bon, majority=options.majority,
+                              fallbacks={name: data.fallback for name in data.scores if name in names}
+                              if data.fallback is not None else None)  # fmt: skip
 
     return without_left_out(curves_of(data.curve, list(scores)), data, curves_of)
 
@@ -67,13 +69,12 @@ def without_left_out(curves: Curves, data: RunData, curves_of: Callable[[np.ndar
     infrastructure (``RunData.left_out``) is out of that selector's curves, its loss and gap measured against the
     coverage of the same tasks, never scored 0 (docs/failure-taxonomy.md, "Selection"). Ks the whole report does not
     measure stay unmeasured."""
-    row = {t: i for i, t in enumerate(data.task_ids)}
     rows = np.flatnonzero(curves.included)
     for name, tasks in data.left_out.items():
         if name not in curves.selected or not tasks:
             continue
         curve = data.curve.copy()
-        curve[[row[t] for t in tasks if t in row]] = False
+        curve[data.left_out_rows(name)] = False
         own = curves_of(curve, [name])
         for series in ("selected", "loss", "gap"):
             band = getattr(own, series)[name]

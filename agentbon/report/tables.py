@@ -470,6 +470,11 @@ def frontier(s: dict) -> Table | None:
     if any(p["policy"].endswith(" alone (no tests)") for p in f["policies"]):
         notes.insert(1, "\"X alone (no tests)\": a selector of this run that reads no test, choosing among all of a "
                      "task's candidates; its accuracy is the exact expectation of its choice, as selected@k at k = n.")
+    if f.get("tasks_left_out"):
+        left = f["tasks_left_out"]
+        notes.insert(1, f"Left out of every policy ({len(left)} task(s)): a selection it replays failed on "
+                     f"infrastructure ({', '.join(left[:5])}{', …' if len(left) > 5 else ''}); the same command "
+                     "selects them again.")
     if f.get("subset_live"):
         notes.insert(1, f"This run verified FAIL_TO_PASS first (verify.fail_to_pass_first): {f['subset_live']} "
                      "candidates stopped there without running their PASS_TO_PASS tests, and every policy's "

@@ -67,6 +67,8 @@ class BaseSelector:
         )
         selection = self._select(task, candidates, allowed=set(flagged) if fallback else set())
         kinds = sorted({k for ks in flagged.values() for k in ks})
+        if self.flagged_fallback == "flagged" and flagged and not fallback:
+            selection = self._with_fallback_scores(task, [candidates[i] for i in flagged], selection)
         if not fallback:
             if flagged and selection.winner is None:
                 why = f"no candidate without a flag (flagged: {', '.join(kinds)}; see select.allow_flags)"
@@ -86,6 +88,18 @@ class BaseSelector:
 
     def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
         raise NotImplementedError
+
+    def _with_fallback_scores(self, task: Task, flagged: list[Candidate], selection: Selection) -> Selection:
+        """``selection`` with each flagged candidate's score among the flagged ones alone (``Ranked.fallback_score``):
+        a k-subset without another candidate chooses among them (select.flagged_fallback), and the report replays
+        that choice in every subset from these scores (docs/estimators.md, "The flagged fallback")."""
+        alone = {r.rollout_id: r for r in self._select(task, flagged, allowed=set(range(len(flagged)))).ranked}
+        ranked = [
+            r.model_copy(update={"fallback_score": (a := alone[r.rollout_id]).score, "tokens": r.tokens or a.tokens})
+            if r.rollout_id in alone else r
+            for r in selection.ranked
+        ]  # fmt: skip
+        return selection.model_copy(update={"ranked": ranked})
 
     def _blocking(self, candidate: Candidate) -> list[str]:
         if self.oracle or invalid_reason(candidate) is not None:

