@@ -92,11 +92,20 @@ def _repo(source: str, tmp: Path) -> Any:
     from agentbon.sandbox.repo import _is_url
 
     try:
-        if _is_url(source):
-            return git.Repo.clone_from(source, tmp / "mirror.git", mirror=True, quiet=True)
-        return git.Repo(source)
+        if not _is_url(source) and (Path(source) / ".git").exists():
+            return git.Repo(source)
+        # Everything else (a URL, ``file://``, a bare directory with or without ``config``, a bundle) is mirrored:
+        # GitPython reads a bare directory without ``config`` as a work tree and then finds no commit in it.
+        return git.Repo.clone_from(source, tmp / "mirror.git", mirror=True, quiet=True)
     except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError) as e:
         raise Refused(source, "read", f"not a git repository that can be read: {e}") from e
+
+
+def searched_refs(repo: Any) -> str:
+    """The refs a commit was looked up among, for the message that says it is missing."""
+    refs = [r for r in str(repo.git.for_each_ref("--format=%(refname:short)")).splitlines() if r]
+    shown = ", ".join(refs[:8]) + (f" and {len(refs) - 8} more" if len(refs) > 8 else "")
+    return f"searched all objects and {len(refs)} refs ({shown})" if refs else "the repository has no refs"
 
 
 def split_fix(repo: Any, source: str, fix_ref: str) -> tuple[str, str, str, str, str]:
@@ -106,7 +115,7 @@ def split_fix(repo: Any, source: str, fix_ref: str) -> tuple[str, str, str, str,
     try:
         fix = repo.commit(fix_ref)
     except (git.BadName, ValueError, git.GitCommandError) as e:
-        raise Refused(source, "read", f"no commit {fix_ref!r} in the repository") from e
+        raise Refused(source, "read", f"no commit {fix_ref!r} in the repository: {searched_refs(repo)}") from e
     if not fix.parents:
         raise Refused(source, "read", f"{fix.hexsha[:12]} is the first commit: there is no base before it")
     base = fix.parents[0]

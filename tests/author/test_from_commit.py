@@ -173,3 +173,25 @@ def test_the_image_plugins_are_named_without_the_projects_own():
     assert image_plugins(box, "acme-billing") == ["pytest_cov.plugin", "xdist.plugin"]
     assert box.commands[0].endswith(" acme-billing") and "pytest11" in box.commands[0]
     assert image_plugins(Box("Traceback ...", 1), None) == []
+
+
+def test_every_repository_form_is_read_and_a_missing_commit_names_the_refs_searched(repo, tmp_path):
+    from agentbon.author.commit import Refused, _repo, split_fix
+
+    root = repo["root"]
+    bare = tmp_path / "calc.git"
+    git(tmp_path, "clone", "-q", "--bare", str(root), str(bare))
+    no_config = tmp_path / "calc-noconfig.git"
+    git(tmp_path, "clone", "-q", "--bare", str(root), str(no_config))
+    (no_config / "config").unlink()  # as some mirroring tools leave it
+    bundle = tmp_path / "calc.bundle"
+    git(root, "bundle", "create", str(bundle), "--all")
+    forms = [str(root), str(bare), str(no_config), bare.as_uri(), str(bundle)]
+    for i, form in enumerate(forms):
+        base, fix, gold, test_patch, _ = split_fix(_repo(form, tmp_path / f"m{i}"), form, str(repo["fix"]))
+        assert (base, fix) == (repo["base"], repo["fix"]), form
+        assert "return a + b" in gold and "def test_add()" in test_patch, form
+    missing = "0123456789abcdef0123456789abcdef01234567"
+    with pytest.raises(Refused) as e:
+        split_fix(_repo(str(no_config), tmp_path / "m-missing"), str(no_config), missing)
+    assert f"no commit {missing!r}" in str(e.value) and "main" in str(e.value) and "refs" in str(e.value)
