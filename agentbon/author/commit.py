@@ -242,8 +242,62 @@ def outcome_lists(before: dict[str, str], after: dict[str, str], test_files: set
     return f2p, p2p
 
 
-def default_task_id(source: str, fix: str) -> str:
-    name = source.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1] or "repo"
+GENERIC_FOLDERS = {"", "repo", "repository", "src", "source", "checkout", "mirror", "work", "tmp"}
+
+
+def _last_part(url: str) -> str:
+    return url.rstrip("/").removesuffix(".git").replace(":", "/").rsplit("/", 1)[-1]
+
+
+def repo_name(repo: Any, source: str, sha: str) -> str:
+    """The repository's own name: its ``origin`` remote, else the project name in ``pyproject.toml`` or ``setup.cfg``
+    at ``sha``, else the folder name unless that is generic (``repo``), then the folder above it."""
+    import configparser
+    import subprocess
+    import tomllib
+
+    from agentbon.sandbox.repo import _is_url
+
+    if _is_url(source):
+        return _last_part(source)
+    origin = subprocess.run(["git", "-C", source, "remote", "get-url", "origin"], capture_output=True, text=True)
+    if origin.returncode == 0 and _last_part(origin.stdout.strip()) not in GENERIC_FOLDERS:
+        return _last_part(origin.stdout.strip())
+    for path in ("pyproject.toml", "setup.cfg"):
+        try:
+            text = str(repo.git.show(f"{sha}:{path}"))
+        except Exception:  # noqa: BLE001 - the file is absent at that commit
+            continue
+        try:
+            if path == "pyproject.toml":
+                name = tomllib.loads(text).get("project", {}).get("name")
+            else:
+                parser = configparser.ConfigParser()
+                parser.read_string(text)
+                name = parser.get("metadata", "name", fallback=None)
+        except (tomllib.TOMLDecodeError, configparser.Error):
+            continue
+        if isinstance(name, str) and name.strip():
+            return name.strip()
+    folder = Path(source).resolve()
+    for part in (folder.name.removesuffix(".git"), folder.parent.name, "task"):
+        if part.lower() not in GENERIC_FOLDERS:
+            return part
+    return "task"
+
+
+def unique_folder(out: Path, task_id: str, say: Callable[[str], None]) -> str:
+    """``task_id``, or with the first free ``-2``, ``-3``… suffix when ``out`` holds it already (said)."""
+    if not (out / task_id).exists():
+        return task_id
+    n = 2
+    while (out / f"{task_id}-{n}").exists():
+        n += 1
+    say(f"{task_id}: the suite holds that id already: writing {task_id}-{n}")
+    return f"{task_id}-{n}"
+
+
+def default_task_id(name: str, fix: str) -> str:
     return TASK_ID.sub("-", f"{name}-{fix[:10]}").strip("-.")
 
 
@@ -266,7 +320,8 @@ def from_commit(
     with tempfile.TemporaryDirectory(prefix="agentbon-author-") as tmp:
         repo = _repo(source, Path(tmp))
         base, fix, gold, test_patch, message = split_fix(repo, source, fix_ref)
-        task_id = task_id or default_task_id(source, fix)
+        if task_id is None:
+            task_id = unique_folder(out, default_task_id(repo_name(repo, source, fix), fix), say)
         folder = out / task_id
         if folder.exists():
             raise Refused(source, "write", f"{folder} exists already (give --task-id, or remove it)")

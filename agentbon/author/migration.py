@@ -34,7 +34,17 @@ from typing import Any
 
 import yaml
 
-from agentbon.author.commit import TASK_ID, Refused, _repo, bundle_base, environment_for, run_suite, searched_refs
+from agentbon.author.commit import (
+    TASK_ID,
+    Refused,
+    _repo,
+    bundle_base,
+    environment_for,
+    repo_name,
+    run_suite,
+    searched_refs,
+    unique_folder,
+)
 from agentbon.errors import AgentbonError
 from agentbon.types import Environment, RepoSource, Task, TestSet
 
@@ -166,8 +176,7 @@ def migration_task(
             base = repo.commit(line.ref or "HEAD").hexsha
         except Exception as e:  # noqa: BLE001 - a bad ref, an empty repository: one message
             raise Refused(source, "read", f"no commit {line.ref or 'HEAD'!r} ({line.where}): {searched_refs(repo)}") from e
-        repo_name = source.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1] or "repo"
-        task_id = TASK_ID.sub("-", f"{name}-{repo_name}").strip("-.")
+        task_id = unique_folder(out, TASK_ID.sub("-", f"{name}-{repo_name(repo, source, base)}").strip("-."), say)
         folder = out / task_id
         if folder.exists():
             raise Refused(source, "write", f"{folder} exists already ({line.where})")

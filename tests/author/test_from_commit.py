@@ -195,3 +195,23 @@ def test_every_repository_form_is_read_and_a_missing_commit_names_the_refs_searc
     with pytest.raises(Refused) as e:
         split_fix(_repo(str(no_config), tmp_path / "m-missing"), str(no_config), missing)
     assert f"no commit {missing!r}" in str(e.value) and "main" in str(e.value) and "refs" in str(e.value)
+
+
+def test_task_ids_come_from_the_repositorys_own_name_and_stay_unique(repo, tmp_path):
+    from agentbon.author.commit import _repo, repo_name, unique_folder
+
+    root, fix = repo["root"], str(repo["fix"])
+    plain = tmp_path / "acme" / "repo"  # a folder called repo, no remote, no metadata: the folder above it
+    git(tmp_path, "clone", "-q", str(root), str(plain))
+    git(plain, "remote", "remove", "origin")
+    assert repo_name(_repo(str(plain), tmp_path / "a"), str(plain), fix) == "acme"
+    git(plain, "remote", "add", "origin", "git@example.org:acme/billing.git")
+    assert repo_name(_repo(str(plain), tmp_path / "b"), str(plain), fix) == "billing"
+    git(plain, "remote", "remove", "origin")
+    named = commit(plain, {"pyproject.toml": '[project]\nname = "calc-lib"\n'}, "metadata")
+    assert repo_name(_repo(str(plain), tmp_path / "c"), str(plain), named) == "calc-lib"
+    suite, said = tmp_path / "suite", []
+    (suite / "calc-1").mkdir(parents=True)
+    (suite / "calc-1-2").mkdir()
+    assert unique_folder(suite, "calc-1", said.append) == "calc-1-3" and "calc-1-3" in said[0]
+    assert unique_folder(suite, "calc-9", said.append) == "calc-9" and len(said) == 1
