@@ -286,6 +286,21 @@ def repo_name(repo: Any, source: str, sha: str) -> str:
     return "task"
 
 
+def public_source(source: str, name: str) -> str:
+    """What ``metadata.source`` records: the repository's URL (a given one, or its ``origin`` remote), else its
+    ``name``; never a local path, which means nothing on another machine."""
+    import subprocess
+
+    from agentbon.sandbox.repo import _is_url
+
+    if _is_url(source) and not source.startswith("file:"):
+        return source
+    local = source.removeprefix("file://")
+    origin = subprocess.run(["git", "-C", local, "remote", "get-url", "origin"], capture_output=True, text=True)
+    url = origin.stdout.strip()
+    return url if origin.returncode == 0 and _is_url(url) and not url.startswith("file:") else name
+
+
 def unique_folder(out: Path, task_id: str, say: Callable[[str], None]) -> str:
     """``task_id``, or with the first free ``-2``, ``-3``… suffix when ``out`` holds it already (said)."""
     if not (out / task_id).exists():
@@ -379,7 +394,7 @@ def from_commit(
             "evidence": {"runner": "pytest", "pass_to_pass": evidence, **plugins},
             "grade": {"runner": "pytest", "fail_to_pass": f2p, "pass_to_pass": p2p, "patch_file": "test.patch", **plugins},
             "gold_patch_file": "gold.patch",
-            "metadata": {"source": source, "fix_commit": fix},
+            "metadata": {"source": public_source(source, repo_name(repo, source, fix)), "fix_commit": fix},
         }
         (staging / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, width=120))
         out.mkdir(parents=True, exist_ok=True)

@@ -40,6 +40,7 @@ from agentbon.author.commit import (
     _repo,
     bundle_base,
     environment_for,
+    public_source,
     repo_name,
     run_suite,
     searched_refs,
@@ -229,7 +230,7 @@ def migration_task(
         if acceptance:
             (staging / "test.patch").write_text(patches[0])
             grade["patch_file"] = "test.patch"
-        metadata = {"source": source, "migration": name}
+        metadata = {"source": public_source(source, repo_name(repo, source, base)), "migration": name}
         if broken:
             metadata["broken_at_base"] = (
                 f"{len(broken)}: " + ", ".join(broken[:20]) + (" ..." if len(broken) > 20 else "")

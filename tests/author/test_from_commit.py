@@ -215,3 +215,15 @@ def test_task_ids_come_from_the_repositorys_own_name_and_stay_unique(repo, tmp_p
     (suite / "calc-1-2").mkdir()
     assert unique_folder(suite, "calc-1", said.append) == "calc-1-3" and "calc-1-3" in said[0]
     assert unique_folder(suite, "calc-9", said.append) == "calc-9" and len(said) == 1
+
+
+def test_metadata_source_is_the_repositorys_url_or_name_never_a_local_path(repo, tmp_path):
+    from agentbon.author.commit import public_source
+
+    clone = tmp_path / "repo"
+    git(tmp_path, "clone", "-q", str(repo["root"]), str(clone))  # origin is a local path: not recorded
+    assert public_source(str(clone), "calc") == "calc"
+    assert public_source(clone.as_uri(), "calc") == "calc"
+    git(clone, "remote", "set-url", "origin", "https://example.org/acme/calc.git")
+    assert public_source(str(clone), "calc") == "https://example.org/acme/calc.git"
+    assert public_source("git@example.org:acme/calc.git", "calc") == "git@example.org:acme/calc.git"
