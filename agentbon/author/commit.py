@@ -92,11 +92,20 @@ def _repo(source: str, tmp: Path) -> Any:
     from agentbon.sandbox.repo import _is_url
 
     try:
-        if _is_url(source):
-            return git.Repo.clone_from(source, tmp / "mirror.git", mirror=True, quiet=True)
-        return git.Repo(source)
+        if not _is_url(source) and (Path(source) / ".git").exists():
+            return git.Repo(source)
+        # Everything else (a URL, ``file://``, a bare directory with or without ``config``, a bundle) is mirrored:
+        # GitPython reads a bare directory without ``config`` as a work tree and then finds no commit in it.
+        return git.Repo.clone_from(source, tmp / "mirror.git", mirror=True, quiet=True)
     except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError) as e:
         raise Refused(source, "read", f"not a git repository that can be read: {e}") from e
+
+
+def searched_refs(repo: Any) -> str:
+    """The refs a commit was looked up among, for the message that says it is missing."""
+    refs = [r for r in str(repo.git.for_each_ref("--format=%(refname:short)")).splitlines() if r]
+    shown = ", ".join(refs[:8]) + (f" and {len(refs) - 8} more" if len(refs) > 8 else "")
+    return f"searched all objects and {len(refs)} refs ({shown})" if refs else "the repository has no refs"
 
 
 def split_fix(repo: Any, source: str, fix_ref: str) -> tuple[str, str, str, str, str]:
@@ -106,7 +115,7 @@ def split_fix(repo: Any, source: str, fix_ref: str) -> tuple[str, str, str, str,
     try:
         fix = repo.commit(fix_ref)
     except (git.BadName, ValueError, git.GitCommandError) as e:
-        raise Refused(source, "read", f"no commit {fix_ref!r} in the repository") from e
+        raise Refused(source, "read", f"no commit {fix_ref!r} in the repository: {searched_refs(repo)}") from e
     if not fix.parents:
         raise Refused(source, "read", f"{fix.hexsha[:12]} is the first commit: there is no base before it")
     base = fix.parents[0]
@@ -233,8 +242,77 @@ def outcome_lists(before: dict[str, str], after: dict[str, str], test_files: set
     return f2p, p2p
 
 
-def default_task_id(source: str, fix: str) -> str:
-    name = source.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1] or "repo"
+GENERIC_FOLDERS = {"", "repo", "repository", "src", "source", "checkout", "mirror", "work", "tmp"}
+
+
+def _last_part(url: str) -> str:
+    return url.rstrip("/").removesuffix(".git").replace(":", "/").rsplit("/", 1)[-1]
+
+
+def repo_name(repo: Any, source: str, sha: str) -> str:
+    """The repository's own name: its ``origin`` remote, else the project name in ``pyproject.toml`` or ``setup.cfg``
+    at ``sha``, else the folder name unless that is generic (``repo``), then the folder above it."""
+    import configparser
+    import subprocess
+    import tomllib
+
+    from agentbon.sandbox.repo import _is_url
+
+    if _is_url(source):
+        return _last_part(source)
+    origin = subprocess.run(["git", "-C", source, "remote", "get-url", "origin"], capture_output=True, text=True)
+    if origin.returncode == 0 and _last_part(origin.stdout.strip()) not in GENERIC_FOLDERS:
+        return _last_part(origin.stdout.strip())
+    for path in ("pyproject.toml", "setup.cfg"):
+        try:
+            text = str(repo.git.show(f"{sha}:{path}"))
+        except Exception:  # noqa: BLE001 - the file is absent at that commit
+            continue
+        try:
+            if path == "pyproject.toml":
+                name = tomllib.loads(text).get("project", {}).get("name")
+            else:
+                parser = configparser.ConfigParser()
+                parser.read_string(text)
+                name = parser.get("metadata", "name", fallback=None)
+        except (tomllib.TOMLDecodeError, configparser.Error):
+            continue
+        if isinstance(name, str) and name.strip():
+            return name.strip()
+    folder = Path(source).resolve()
+    for part in (folder.name.removesuffix(".git"), folder.parent.name, "task"):
+        if part.lower() not in GENERIC_FOLDERS:
+            return part
+    return "task"
+
+
+def public_source(source: str, name: str) -> str:
+    """What ``metadata.source`` records: the repository's URL (a given one, or its ``origin`` remote), else its
+    ``name``; never a local path, which means nothing on another machine."""
+    import subprocess
+
+    from agentbon.sandbox.repo import _is_url
+
+    if _is_url(source) and not source.startswith("file:"):
+        return source
+    local = source.removeprefix("file://")
+    origin = subprocess.run(["git", "-C", local, "remote", "get-url", "origin"], capture_output=True, text=True)
+    url = origin.stdout.strip()
+    return url if origin.returncode == 0 and _is_url(url) and not url.startswith("file:") else name
+
+
+def unique_folder(out: Path, task_id: str, say: Callable[[str], None]) -> str:
+    """``task_id``, or with the first free ``-2``, ``-3``… suffix when ``out`` holds it already (said)."""
+    if not (out / task_id).exists():
+        return task_id
+    n = 2
+    while (out / f"{task_id}-{n}").exists():
+        n += 1
+    say(f"{task_id}: the suite holds that id already: writing {task_id}-{n}")
+    return f"{task_id}-{n}"
+
+
+def default_task_id(name: str, fix: str) -> str:
     return TASK_ID.sub("-", f"{name}-{fix[:10]}").strip("-.")
 
 
@@ -257,7 +335,8 @@ def from_commit(
     with tempfile.TemporaryDirectory(prefix="agentbon-author-") as tmp:
         repo = _repo(source, Path(tmp))
         base, fix, gold, test_patch, message = split_fix(repo, source, fix_ref)
-        task_id = task_id or default_task_id(source, fix)
+        if task_id is None:
+            task_id = unique_folder(out, default_task_id(repo_name(repo, source, fix), fix), say)
         folder = out / task_id
         if folder.exists():
             raise Refused(source, "write", f"{folder} exists already (give --task-id, or remove it)")
@@ -315,7 +394,7 @@ def from_commit(
             "evidence": {"runner": "pytest", "pass_to_pass": evidence, **plugins},
             "grade": {"runner": "pytest", "fail_to_pass": f2p, "pass_to_pass": p2p, "patch_file": "test.patch", **plugins},
             "gold_patch_file": "gold.patch",
-            "metadata": {"source": source, "fix_commit": fix},
+            "metadata": {"source": public_source(source, repo_name(repo, source, fix)), "fix_commit": fix},
         }
         (staging / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, width=120))
         out.mkdir(parents=True, exist_ok=True)

@@ -71,8 +71,17 @@ def _name(requirement: str) -> str:
     return found.group(1).lower().replace("_", "-") if found else requirement
 
 
+DEV_TOOLS = frozenset({
+    "tox", "nox", "flake8", "black", "ruff", "isort", "pylint", "mypy", "pyright", "twine", "pre-commit", "build",
+    "bump2version", "bumpversion", "check-manifest", "codespell", "pydocstyle", "pycodestyle", "pyflakes", "autopep8",
+    "yapf", "towncrier", "sphinx", "wheel", "setuptools-scm", "coveralls", "codecov",
+})  # fmt: skip
+"""Linters, formatters and release tools dev requirement lists carry: the tests import none of them."""
+
+
 def _add(out: Detected, requirements: list[str], where: str, project: str | None) -> None:
     names = {_name(r) for r in out.python_packages}
+    tools: list[str] = []
     for raw in requirements:
         line = raw.split(" #", 1)[0].strip()
         if not line or line.startswith("#"):
@@ -82,9 +91,14 @@ def _add(out: Detected, requirements: list[str], where: str, project: str | None
             continue
         if project and _name(line) == project:
             continue  # the project itself: installed from the repository
+        if _name(line) in DEV_TOOLS or _name(line).startswith("flake8-"):
+            tools.append(_name(line))
+            continue
         if _name(line) not in names:
             names.add(_name(line))
             out.python_packages.append(line)
+    if tools:
+        out.notes.append(f"{where}: left out {', '.join(tools)} (linters and release tools the tests do not import)")
 
 
 def _requirements_file(root: Path, rel: str, out: Detected, project: str | None, seen: set[str]) -> None:

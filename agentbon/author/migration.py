@@ -34,7 +34,18 @@ from typing import Any
 
 import yaml
 
-from agentbon.author.commit import TASK_ID, Refused, _repo, bundle_base, environment_for, run_suite
+from agentbon.author.commit import (
+    TASK_ID,
+    Refused,
+    _repo,
+    bundle_base,
+    environment_for,
+    public_source,
+    repo_name,
+    run_suite,
+    searched_refs,
+    unique_folder,
+)
 from agentbon.errors import AgentbonError
 from agentbon.types import Environment, RepoSource, Task, TestSet
 
@@ -165,9 +176,8 @@ def migration_task(
         try:
             base = repo.commit(line.ref or "HEAD").hexsha
         except Exception as e:  # noqa: BLE001 - a bad ref, an empty repository: one message
-            raise Refused(source, "read", f"no commit {line.ref or 'HEAD'!r} ({line.where})") from e
-        repo_name = source.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1] or "repo"
-        task_id = TASK_ID.sub("-", f"{name}-{repo_name}").strip("-.")
+            raise Refused(source, "read", f"no commit {line.ref or 'HEAD'!r} ({line.where}): {searched_refs(repo)}") from e
+        task_id = unique_folder(out, TASK_ID.sub("-", f"{name}-{repo_name(repo, source, base)}").strip("-."), say)
         folder = out / task_id
         if folder.exists():
             raise Refused(source, "write", f"{folder} exists already ({line.where})")
@@ -220,7 +230,7 @@ def migration_task(
         if acceptance:
             (staging / "test.patch").write_text(patches[0])
             grade["patch_file"] = "test.patch"
-        metadata = {"source": source, "migration": name}
+        metadata = {"source": public_source(source, repo_name(repo, source, base)), "migration": name}
         if broken:
             metadata["broken_at_base"] = (
                 f"{len(broken)}: " + ", ".join(broken[:20]) + (" ..." if len(broken) > 20 else "")

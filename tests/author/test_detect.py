@@ -34,11 +34,10 @@ def test_every_declaration_is_read_once_and_the_project_installs_itself(tmp_path
         "pytest>=8",
         "freezegun",
         "pytest-mock",
-        "ruff",
         "idna",
         "hypothesis==6.*",
         "coverage",
-    ]  # the project itself (any spelling) and sphinx (docs) are not in it; Requests is requests
+    ]  # the project itself (any spelling), sphinx (docs) and ruff (a linter) are not in it; Requests is requests
     assert found.setup == [INSTALL_SELF]
     assert any("left out '-e .'" in note for note in found.notes)
 
@@ -109,3 +108,11 @@ def test_addopts_come_from_the_file_pytest_reads_first(tmp_path):
     assert detect(root).python_packages == [*UPGRADE, "pytest-xdist"]  # pyproject.toml before setup.cfg, as pytest
     (root / "pytest.ini").write_text("[pytest]\naddopts = --timeout 5\n")
     assert detect(root).python_packages == [*UPGRADE, "pytest-timeout"]
+
+
+def test_linters_and_release_tools_are_left_out_with_a_note(tmp_path):
+    (tmp_path / "requirements-dev.txt").write_text("pytest>=7\nflake8\nflake8-bugbear\nblack==24.1\ntox\ntwine\n"
+                                                   "pre-commit\nhypothesis\n")
+    found = detect(tmp_path)
+    assert found.python_packages == ["pytest>=7", "hypothesis"]
+    assert any("flake8, flake8-bugbear, black, tox, twine, pre-commit" in n for n in found.notes)

@@ -173,3 +173,57 @@ def test_the_image_plugins_are_named_without_the_projects_own():
     assert image_plugins(box, "acme-billing") == ["pytest_cov.plugin", "xdist.plugin"]
     assert box.commands[0].endswith(" acme-billing") and "pytest11" in box.commands[0]
     assert image_plugins(Box("Traceback ...", 1), None) == []
+
+
+def test_every_repository_form_is_read_and_a_missing_commit_names_the_refs_searched(repo, tmp_path):
+    from agentbon.author.commit import Refused, _repo, split_fix
+
+    root = repo["root"]
+    bare = tmp_path / "calc.git"
+    git(tmp_path, "clone", "-q", "--bare", str(root), str(bare))
+    no_config = tmp_path / "calc-noconfig.git"
+    git(tmp_path, "clone", "-q", "--bare", str(root), str(no_config))
+    (no_config / "config").unlink()  # as some mirroring tools leave it
+    bundle = tmp_path / "calc.bundle"
+    git(root, "bundle", "create", str(bundle), "--all")
+    forms = [str(root), str(bare), str(no_config), bare.as_uri(), str(bundle)]
+    for i, form in enumerate(forms):
+        base, fix, gold, test_patch, _ = split_fix(_repo(form, tmp_path / f"m{i}"), form, str(repo["fix"]))
+        assert (base, fix) == (repo["base"], repo["fix"]), form
+        assert "return a + b" in gold and "def test_add()" in test_patch, form
+    missing = "0123456789abcdef0123456789abcdef01234567"
+    with pytest.raises(Refused) as e:
+        split_fix(_repo(str(no_config), tmp_path / "m-missing"), str(no_config), missing)
+    assert f"no commit {missing!r}" in str(e.value) and "main" in str(e.value) and "refs" in str(e.value)
+
+
+def test_task_ids_come_from_the_repositorys_own_name_and_stay_unique(repo, tmp_path):
+    from agentbon.author.commit import _repo, repo_name, unique_folder
+
+    root, fix = repo["root"], str(repo["fix"])
+    plain = tmp_path / "acme" / "repo"  # a folder called repo, no remote, no metadata: the folder above it
+    git(tmp_path, "clone", "-q", str(root), str(plain))
+    git(plain, "remote", "remove", "origin")
+    assert repo_name(_repo(str(plain), tmp_path / "a"), str(plain), fix) == "acme"
+    git(plain, "remote", "add", "origin", "git@example.org:acme/billing.git")
+    assert repo_name(_repo(str(plain), tmp_path / "b"), str(plain), fix) == "billing"
+    git(plain, "remote", "remove", "origin")
+    named = commit(plain, {"pyproject.toml": '[project]\nname = "calc-lib"\n'}, "metadata")
+    assert repo_name(_repo(str(plain), tmp_path / "c"), str(plain), named) == "calc-lib"
+    suite, said = tmp_path / "suite", []
+    (suite / "calc-1").mkdir(parents=True)
+    (suite / "calc-1-2").mkdir()
+    assert unique_folder(suite, "calc-1", said.append) == "calc-1-3" and "calc-1-3" in said[0]
+    assert unique_folder(suite, "calc-9", said.append) == "calc-9" and len(said) == 1
+
+
+def test_metadata_source_is_the_repositorys_url_or_name_never_a_local_path(repo, tmp_path):
+    from agentbon.author.commit import public_source
+
+    clone = tmp_path / "repo"
+    git(tmp_path, "clone", "-q", str(repo["root"]), str(clone))  # origin is a local path: not recorded
+    assert public_source(str(clone), "calc") == "calc"
+    assert public_source(clone.as_uri(), "calc") == "calc"
+    git(clone, "remote", "set-url", "origin", "https://example.org/acme/calc.git")
+    assert public_source(str(clone), "calc") == "https://example.org/acme/calc.git"
+    assert public_source("git@example.org:acme/calc.git", "calc") == "git@example.org:acme/calc.git"

@@ -90,3 +90,43 @@ def test_module_forms_cover_django_labels():
         "admin_views.tests",
     }
     assert not_before(["tests/x.py::test_a"], "") == {}
+
+
+def _git_diff(tmp_path, before: str, after: str) -> str:
+    import subprocess
+
+    def git(*args: str) -> str:
+        cfg = ["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"]
+        return subprocess.run(["git", *cfg, *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text(before)
+    git("add", "-A")
+    git("commit", "-q", "-m", "base")
+    (tmp_path / "tests" / "test_a.py").write_text(after)
+    return git("diff")
+
+
+def test_a_method_added_to_one_test_class_is_keyed_by_its_full_node_id(tmp_path):
+    filler = "".join(f"    def test_filler_{i}(self):\n        pass\n\n" for i in range(8))  # hunks apart
+    before = (
+        "import unittest\n\n\nclass TestA:\n    def test_parse(self):\n        assert True\n\n\n"
+        f"class ParseTests(unittest.TestCase):\n{filler}    def test_other(self):\n        pass\n\n\n"
+        f"class Mixin:\n{filler}    def helper(self):\n        pass\n\n\n"
+        "class TestUsesMixin(Mixin):\n    def test_ok(self):\n        pass\n"
+    )
+    after = (
+        before.replace("    def test_other(self):\n", "    def test_parse(self):\n        pass\n\n    def test_other(self):\n")
+        .replace("    def helper(self):\n", "    def test_mixed(self):\n        pass\n\n    def helper(self):\n")
+        + "\n\nclass TestSub(ParseTests):\n    def test_more(self):\n        pass\n"
+    )
+    patch = _git_diff(tmp_path, before, after)
+    assert "@@" in patch and "class ParseTests(unittest.TestCase)" in patch  # the hunk names its class
+    ids = [
+        "tests/test_a.py::TestA::test_parse",  # an older test of the same name: it exists before the patch
+        "tests/test_a.py::ParseTests::test_parse",  # the new one
+        "tests/test_a.py::TestSub::test_parse",  # a class the patch shows deriving from ParseTests collects it
+        "tests/test_a.py::TestUsesMixin::test_mixed",  # a mixin's new test: new in every class
+    ]
+    assert sorted(not_before(ids, patch)) == sorted(ids[1:])
