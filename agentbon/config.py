@@ -270,6 +270,11 @@ class ModelConfig(Section):
         return out
 
 
+MINI_CONFIGS = {"default": "default.yaml", "swebench": "benchmarks/swebench_backticks.yaml"}
+"""``agent.mini_config`` names and the files of mini-swe-agent's package they stand for. Its SWE-bench config is
+the text form (one fenced command per reply): agentbon's model client speaks chat text, not tool calls."""
+
+
 class AgentConfig(Section):
     type: Literal["bash", "edit", "mini"] = "edit"
     """``bash`` (multi-turn shell actions, mini-swe-agent style), ``edit`` (one-shot search/replace edits) or ``mini``
@@ -322,13 +327,11 @@ class AgentConfig(Section):
     @classmethod
     def _mini_config(cls, value: str) -> str:
         """A named config is kept as named; a path must name a file, and is made absolute."""
-        from agentbon.agent.mini_config import NAMED
-
-        if value in NAMED:
+        if value in MINI_CONFIGS:
             return value
         path = Path(value).expanduser().resolve()
         if not path.is_file():
-            raise ValueError(f"not one of {', '.join(NAMED)} and no such file: {value}")
+            raise ValueError(f"not one of {', '.join(MINI_CONFIGS)} and no such file: {value}")
         return str(path)
 
     @model_validator(mode="after")

@@ -13,12 +13,10 @@ from typing import Any
 
 import yaml
 
+from agentbon.config import MINI_CONFIGS
 from agentbon.errors import ConfigError, MissingExtra
 
 MODULE = "minisweagent"
-NAMED = {"default": "default.yaml", "swebench": "benchmarks/swebench_backticks.yaml"}
-"""``agent.mini_config`` names and the files of mini-swe-agent's package they stand for. Its SWE-bench config is
-the text form (one fenced command per reply): agentbon's model client speaks chat text, not tool calls."""
 
 
 def load_package() -> ModuleType:
@@ -33,8 +31,8 @@ def load_package() -> ModuleType:
 
 def config_path(name_or_path: str) -> Path:
     """The YAML file ``agent.mini_config`` names: one shipped in mini-swe-agent's package, or the user's own."""
-    if name_or_path in NAMED:
-        return Path(load_package().package_dir) / "config" / NAMED[name_or_path]
+    if name_or_path in MINI_CONFIGS:
+        return Path(load_package().package_dir) / "config" / MINI_CONFIGS[name_or_path]
     return Path(name_or_path)
 
 
