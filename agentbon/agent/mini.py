@@ -17,10 +17,12 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from jinja2 import TemplateError
+
 from agentbon.agent.base import Conversation, LimitsExceeded
 from agentbon.agent.mini_config import load_package, read_config
 from agentbon.config import AgentConfig, ModelConfig
-from agentbon.errors import ContextLengthExceeded, ModelError
+from agentbon.errors import AgentMisconfigured, ContextLengthExceeded, ModelError
 from agentbon.protocols import AgentResult, Model, Sandbox
 from agentbon.types import RolloutSpec, Task
 
@@ -175,7 +177,10 @@ class MiniAgent:
         if self.config.show_hints and task.hints.strip():
             task_text += "\n\nHints:\n" + task.hints.strip()
         try:
-            info = agent.run(task_text)
+            try:
+                info = agent.run(task_text)
+            except TemplateError as e:
+                raise AgentMisconfigured(f"agent.mini_config {self.config.mini_config}: a template fails: {e}") from e
         except ContextLengthExceeded as e:
             # The conversation outgrew the context window: a token limit by another name; the work so far stands.
             return self._result(conv, agent.messages, "token_limit", type(e).__name__, str(e))

@@ -16,7 +16,7 @@ import pytest
 from agentbon.agent import make_agent
 from agentbon.agent.base import call_seed, partial_result
 from agentbon.config import AgentConfig, RunConfig
-from agentbon.errors import ContextLengthExceeded, MissingExtra, ModelError, SandboxGone
+from agentbon.errors import AgentMisconfigured, ContextLengthExceeded, MissingExtra, ModelError, SandboxGone
 from agentbon.orchestrate.faults import classify
 from agentbon.preflight.base import Context
 from agentbon.preflight.model import check_agent
@@ -194,3 +194,12 @@ def test_preflight_names_the_mini_extra_when_it_is_missing(tmp_path, monkeypatch
     assert "pip install 'agentbon[mini]'" in problem.cause and problem.check == "agent"
     with pytest.raises(MissingExtra):
         make_agent(AgentConfig(type="mini"))
+
+
+def test_a_template_naming_an_unknown_variable_is_not_the_models(sandbox, task, spec, tmp_path):
+    own = tmp_path / "typo.yaml"
+    own.write_text("agent:\n  system_template: 'Fix it.'\n  instance_template: 'Task: {{taks}}'\n")
+    with pytest.raises(AgentMisconfigured, match="taks") as caught:
+        make_agent(AgentConfig(type="mini", mini_config=str(own))).run(task, sandbox, ScriptedModel([]), spec)
+    assert classify(caught.value, place="agent").infra
+    assert partial_result(caught.value).steps == 0
