@@ -203,3 +203,9 @@ def test_a_template_naming_an_unknown_variable_is_not_the_models(sandbox, task, 
         make_agent(AgentConfig(type="mini", mini_config=str(own))).run(task, sandbox, ScriptedModel([]), spec)
     assert classify(caught.value, place="agent").infra
     assert partial_result(caught.value).steps == 0
+
+
+def test_a_prompts_folder_is_refused_for_the_mini_agent(tmp_path):
+    (tmp_path / "bash_system.j2").write_text("x")
+    with pytest.raises(ValueError, match="agent.mini_config"):
+        AgentConfig(type="mini", prompts_dir=str(tmp_path))
