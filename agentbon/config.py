@@ -270,9 +270,15 @@ class ModelConfig(Section):
         return out
 
 
+MINI_CONFIGS = {"default": "default.yaml", "swebench": "benchmarks/swebench_backticks.yaml"}
+"""``agent.mini_config`` names and the files of mini-swe-agent's package they stand for. Its SWE-bench config is
+the text form (one fenced command per reply): agentbon's model client speaks chat text, not tool calls."""
+
+
 class AgentConfig(Section):
-    type: Literal["bash", "edit"] = "edit"
-    """``bash`` (multi-turn shell actions, mini-swe-agent style) or ``edit`` (one-shot search/replace edits)."""
+    type: Literal["bash", "edit", "mini"] = "edit"
+    """``bash`` (multi-turn shell actions, mini-swe-agent style), ``edit`` (one-shot search/replace edits) or ``mini``
+    (mini-swe-agent's own loop and config files, the ``mini`` extra; docs/agents.md)."""
     step_limit: int = Field(default=20, ge=1)
     """Model calls per rollout."""
     token_limit: int = Field(default=60_000, ge=1)
@@ -280,9 +286,10 @@ class AgentConfig(Section):
     time_limit_s: float = Field(default=900.0, gt=0)
     """Wall-clock limit of one rollout's agent loop."""
     malformed_limit: int | None = Field(default=None, ge=1)
-    """Replies the agent cannot act on before the rollout ends with ``format_error``. None: 3 for the bash agent;
-    2 for the edit agent (its first reply and one repair: on the demo suite with the 1.5B model a second reply
-    applied 3 times in 41 and a third 0 in 38, while those repairs were half of all model calls)."""
+    """Replies the agent cannot act on before the rollout ends with ``format_error``. None: 3 for the bash agent
+    and the mini agent (which counts them in a row, as mini-swe-agent does); 2 for the edit agent (its first reply
+    and one repair: on the demo suite with the 1.5B model a second reply applied 3 times in 41 and a third 0 in 38,
+    while those repairs were half of all model calls)."""
     max_context_files: int = Field(default=6, ge=1)
     """Edit agent: how many repository files are shown."""
     show_hints: bool = False
@@ -294,6 +301,9 @@ class AgentConfig(Section):
     """Edit agent: lines shown of one file (the window with most matches where the file is longer)."""
     context_lines: int = Field(default=400, ge=1)
     """Edit agent: lines of file contents shown in all (files in rank order until spent); fits an 8k context."""
+    mini_config: str = "default"
+    """Mini agent: mini-swe-agent's config file: ``default`` (its default config), ``swebench`` (its SWE-bench config
+    in text form) or the path of a YAML file in its format (read where the rollout runs; docs/agents.md)."""
     prompts_dir: str | None = None
     """A directory of ``.j2`` templates that replace the built-in prompts of the same name (at least one of the
     chosen agent's). Read at load, and carried to the workers with the run (agent/templates.py)."""
@@ -313,6 +323,17 @@ class AgentConfig(Section):
         check_prompts(folder, info.data.get("type", "edit"))
         return folder
 
+    @field_validator("mini_config")
+    @classmethod
+    def _mini_config(cls, value: str) -> str:
+        """A named config is kept as named; a path must name a file, and is made absolute."""
+        if value in MINI_CONFIGS:
+            return value
+        path = Path(value).expanduser().resolve()
+        if not path.is_file():
+            raise ValueError(f"not one of {', '.join(MINI_CONFIGS)} and no such file: {value}")
+        return str(path)
+
     @model_validator(mode="after")
     def _prompts_digest(self) -> AgentConfig:
         from agentbon.prompt_files import prompts_digest, read_prompts
@@ -324,7 +345,7 @@ class AgentConfig(Section):
         """``malformed_limit``, or the default of this agent type."""
         if self.malformed_limit is not None:
             return self.malformed_limit
-        return 3 if self.type == "bash" else 2
+        return 2 if self.type == "edit" else 3
 
 
 class VerifyConfig(Section):

@@ -67,6 +67,11 @@ class EndpointMisconfigured(InfraError):
     """The endpoint refuses every request for a reason no retry fixes (unknown model name, authentication)."""
 
 
+class AgentMisconfigured(InfraError):
+    """The agent's own configuration cannot run (a mini-swe-agent template naming a variable it is not given): no
+    fault of the model's, so never counted against it."""
+
+
 class ModelTimeout(InfraError, TimeoutError):
     """The model server is alive (it answers a probe) but did not answer a request in time: it is overloaded, not
     dead. The rollout is retried like any infrastructure failure; the server is kept (a restart would throw away

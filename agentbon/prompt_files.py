@@ -43,6 +43,8 @@ def prompts_digest(files: dict[str, str]) -> str:
 def check_prompts(folder: str, agent_type: str) -> None:
     """``ValueError`` where ``folder`` cannot be read, or where none of its templates replaces a built-in prompt of
     ``agent_type`` (it would change nothing)."""
+    if agent_type == "mini":
+        raise ValueError("the mini agent's prompts are its config file's (agent.mini_config), not a prompts folder's")
     files = read_prompts(folder)
     own = sorted(p.name for p in BUILT_IN.glob(f"{agent_type}_*.j2"))
     if not set(files) & set(own):

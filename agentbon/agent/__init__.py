@@ -1,4 +1,5 @@
-"""Agents: the bash loop (multi-turn shell actions) and the one-shot edit agent; ``make_agent`` picks by config."""
+"""Agents: the bash loop (multi-turn shell actions), the one-shot edit agent and mini-swe-agent's loop (``mini``, an
+optional extra); ``make_agent`` picks by config."""
 
 from __future__ import annotations
 
@@ -31,4 +32,8 @@ def make_agent(config: AgentConfig, sampling: ModelConfig | None = None) -> Agen
         return BashAgent(config, sampling)
     if config.type == "edit":
         return EditAgent(config, sampling)
-    raise ConfigError(f"agent.type: unknown agent type {config.type!r} (expected 'bash' or 'edit')")
+    if config.type == "mini":
+        from agentbon.agent.mini import MiniAgent  # the mini extra, imported only where it is asked for
+
+        return MiniAgent(config, sampling)
+    raise ConfigError(f"agent.type: unknown agent type {config.type!r} (expected 'bash', 'edit' or 'mini')")

@@ -15,7 +15,7 @@ from typing import Any
 from agentbon.agent.templates import environment
 from agentbon.config import AgentConfig, ModelConfig
 from agentbon.errors import InfraError
-from agentbon.protocols import AgentResult, Model
+from agentbon.protocols import AgentResult, ChatResponse, Model
 from agentbon.types import Usage
 
 
@@ -96,12 +96,12 @@ class Conversation:
         if self.remaining_s() <= 0:
             raise LimitsExceeded("time_limit", f"time limit reached: {self.elapsed():.0f} of {c.time_limit_s:.0f} s")
 
-    def query(self, model: Model) -> str:
-        """Check the limits, ask the model (messages without ``extra``) and record its reply."""
+    def call(self, model: Model, wire: list[dict[str, Any]]) -> tuple[ChatResponse, dict[str, Any]]:
+        """Check the limits, ask the model for the ``wire`` messages and count the call; return the reply and what
+        the trajectory records of it (step, seed, usage, latency, finish reason)."""
         self.check_limits()
         self.steps += 1
         seed = call_seed(self.seed, self.steps)
-        wire = [{"role": m["role"], "content": m["content"]} for m in self.messages]
         t0 = time.monotonic()
         # Without a sampling config the model client's own defaults (its ModelConfig) apply.
         s = self.sampling
@@ -110,20 +110,25 @@ class Conversation:
         latency = time.monotonic() - t0
         self.model_s += latency
         self.usage = self.usage + response.usage
+        self.cut_off = response.finish_reason == "length"
         u = response.usage
-        self.add(
-            "assistant",
-            response.content,
-            seed=seed,
-            usage={
+        return response, {
+            "step": self.steps,
+            "elapsed_s": round(self.elapsed(), 3),
+            "seed": seed,
+            "usage": {
                 "prompt_tokens": u.prompt_tokens,
                 "completion_tokens": u.completion_tokens,
                 "cached_tokens": u.cached_tokens,
             },
-            model_latency_s=round(latency, 4),
-            finish_reason=response.finish_reason,
-        )
-        self.cut_off = response.finish_reason == "length"
+            "model_latency_s": round(latency, 4),
+            "finish_reason": response.finish_reason,
+        }
+
+    def query(self, model: Model) -> str:
+        """Check the limits, ask the model (messages without ``extra``) and record its reply."""
+        response, extra = self.call(model, [{"role": m["role"], "content": m["content"]} for m in self.messages])
+        self.add("assistant", response.content, **{k: v for k, v in extra.items() if k not in ("step", "elapsed_s")})
         return response.content
 
     def result(self, status: str, exit_status: str, message: str = "") -> AgentResult:

@@ -16,7 +16,7 @@ from agentbon.preflight.base import Context, PreflightError, Problem
 from agentbon.preflight.disk import check_disk
 from agentbon.preflight.engine import check_engine, check_limits, check_network
 from agentbon.preflight.images import check_images
-from agentbon.preflight.model import check_endpoint, check_extras, check_harness, check_settings
+from agentbon.preflight.model import check_agent, check_endpoint, check_extras, check_harness, check_settings
 from agentbon.types import Task
 
 __all__ = ["CHECKS", "Context", "PreflightError", "Problem", "preflight", "require_preflight"]
@@ -59,6 +59,7 @@ CHECKS: dict[str, Check] = {
     "extras": check_extras,
     "settings": check_settings,
     "harness": check_harness,
+    "agent": check_agent,
     "endpoint": check_endpoint,
 }
 """Every check, in the order they run; the Docker checks after ``engine`` skip where it failed (it reports)."""

@@ -150,6 +150,25 @@ def _engine_python(model: ModelConfig) -> list[Problem]:
     ]
 
 
+def check_agent(ctx: Context) -> list[Problem]:
+    """``agent.type=mini`` needs the ``mini`` extra, and a config file that mini-swe-agent's loop can run."""
+    agent = ctx.config.agent
+    if agent.type != "mini":
+        return []
+    from agentbon.agent.mini_config import load_package, read_config
+
+    try:
+        load_package()
+    except MissingExtra as e:
+        fix = "pip install 'agentbon[mini]' (bash scripts/setup.sh does), or -c agent.type=bash"
+        return [Problem(check="agent", cause=f"agent.type=mini: {e}", fix=fix)]
+    try:
+        read_config(agent.mini_config)
+    except ConfigError as e:
+        return [Problem(check="agent", cause=str(e), fix="-c agent.mini_config=default (or swebench, or a YAML path)")]
+    return []
+
+
 def check_harness(ctx: Context) -> list[Problem]:
     """Tasks graded by the SWE-bench harness's own code (``runner: swebench``) need the ``swebench`` extra."""
     harnessed = sorted(

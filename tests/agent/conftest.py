@@ -1,9 +1,14 @@
-"""Fixtures for the agent tests: a tiny buggy repository in a fake sandbox, and a task whose secrets must not leak."""
+"""Fixtures for the agent tests: a tiny buggy repository in a fake sandbox or a Docker one, and a task whose secrets
+must not leak."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
+from agentbon.config import SandboxConfig
+from agentbon.errors import EngineUnavailable
 from agentbon.testing import FakeSandbox, init_repo
 from agentbon.types import RepoSource, RolloutSpec, Task, TestSet
 
@@ -70,3 +75,24 @@ def spec():
 def secrets(task):
     """Strings of the grading data that no prompt may contain."""
     return [GOLD, HIDDEN_PATCH, HIDDEN_TEST, task.grade.patch.splitlines()[0], task.gold_patch.splitlines()[1]]
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from agentbon.sandbox.docker import DockerBackend
+
+    backend = DockerBackend(SandboxConfig(cpus=1.0, memory="512m"))
+    try:
+        backend.client.ping()
+    except EngineUnavailable as e:
+        pytest.skip(f"no Docker engine: {e}")
+    labels = {"run_id": f"agenttest-{uuid.uuid4().hex[:8]}"}
+    yield backend, labels
+    backend.reap(labels)
+
+
+@pytest.fixture
+def docker_box(backend, task):
+    docker_backend, labels = backend
+    with docker_backend.open(task, {**labels, "rollout_id": "calc-add/0"}) as box:
+        yield box

@@ -3,37 +3,14 @@
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 
 from agentbon.agent import SUBMIT_COMMAND, make_agent
-from agentbon.config import AgentConfig, SandboxConfig
-from agentbon.errors import EngineUnavailable
+from agentbon.config import AgentConfig
 from agentbon.testing import ScriptedModel
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture(scope="module")
-def backend():
-    from agentbon.sandbox.docker import DockerBackend
-
-    backend = DockerBackend(SandboxConfig(cpus=1.0, memory="512m"))
-    try:
-        backend.client.ping()
-    except EngineUnavailable as e:
-        pytest.skip(f"no Docker engine: {e}")
-    labels = {"run_id": f"agenttest-{uuid.uuid4().hex[:8]}"}
-    yield backend, labels
-    backend.reap(labels)
-
-
-@pytest.fixture
-def docker_box(backend, task):
-    docker_backend, labels = backend
-    with docker_backend.open(task, {**labels, "rollout_id": "calc-add/0"}) as box:
-        yield box
 
 
 def bash(command: str) -> str:

@@ -1,4 +1,4 @@
-"""The real path: Docker sandboxes, the bash agent, the test verifier, the selectors and the report, on demo
+"""The real path: Docker sandboxes, the bash (and mini) agent, the test verifier, the selectors and the report, on demo
 tasks, with only the model scripted (the one factory seam). Markers: docker, ray."""
 
 from __future__ import annotations
@@ -60,3 +60,36 @@ def test_real_components_end_to_end(tmp_path: Path, engine) -> None:
     assert result.report is not None and (result.path / "summary.json").exists() and (result.path / "report.md").exists()
     leftovers = engine.containers.list(all=True, filters={"label": f"agentbon.run={run_id}"})
     assert [c for c in leftovers if c.labels.get("agentbon.run") == run_id] == []
+
+
+def test_mini_agent_end_to_end(tmp_path: Path, engine) -> None:
+    """agent.type=mini through the batch: its rollouts are recorded, verified and graded like the bash agent's."""
+    pytest.importorskip("minisweagent", reason="the mini extra: pip install 'agentbon[mini]'")
+    tasks, _ = load_suite(DEMO / "demo-migrate-dateparse")
+    fix = f"git apply <<'AGENTBON_EOF'\n{tasks[0].gold_patch}\nAGENTBON_EOF"
+    replies = [
+        f"Apply it.\n\n```mswea_bash_command\n{c}\n```\n" for c in (fix, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+    ]
+    model = functools.partial(task_model, table={}, default=replies)
+    run_id = f"mini-{uuid.uuid4().hex[:8]}"
+    overrides = [f"run_dir={tmp_path}", "agent.type=mini", "model.name=scripted"]
+    result = run_batch(
+        tasks,
+        load_config(overrides=overrides, n=2, run_id=run_id),
+        factories=Factories(model=model, server=FakeService),
+    )
+    store = RunStore(result.path)
+    rollouts = store.rollouts()
+    grade = store.verdicts("grade")
+    assert sorted(rollouts) == [f"demo-migrate-dateparse/{i}" for i in range(2)]
+    for rid, r in rollouts.items():
+        assert (r.status, r.exit_status, r.steps, r.usage.calls) == ("submitted", "Submitted", 2, 2)
+        assert grade[rid].status == "pass"
+        messages = store.trajectory(rid)
+        recorded = [m["extra"]["usage"] for m in messages if m["role"] == "assistant"]
+        assert (
+            sum(u["prompt_tokens"] + u["completion_tokens"] for u in recorded)
+            == (r.usage.prompt_tokens + r.usage.completion_tokens)
+            > 0
+        )
+        assert messages[-1]["extra"]["exit_status"] == "Submitted"
