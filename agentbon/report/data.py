@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agentbon.orchestrate.events import EarlyStop, Infra
 from agentbon.protocols import Candidate
 from agentbon.select.base import blocking_flags, invalid_reason
 from agentbon.store import RunStore
@@ -52,17 +53,17 @@ def budget_first(config: dict) -> int | None:
     return min(first, int(config.get("n") or first))
 
 
-def early_stops(events: list[dict], config: dict) -> dict[str, EarlyStopped]:
+def early_stops(events: list[EarlyStop], config: dict) -> dict[str, EarlyStopped]:
     """Fold ``early_stop`` events by task; ``fixed`` from the event, else the config, else 4."""
     fallback = int(config.get("early_stop_fixed") or DEFAULT_FIXED)
     out: dict[str, EarlyStopped] = {}
     for e in events:
-        fixed = int(e.get("fixed") or fallback)
-        seen = out.get(e["task_id"])
-        out[e["task_id"]] = EarlyStopped(
+        fixed = e.fixed or fallback
+        seen = out.get(e.task_id)
+        out[e.task_id] = EarlyStopped(
             fixed=min(fixed, seen.fixed) if seen else fixed,
-            rollouts_not_run=int(e.get("rollouts_not_run") or 0) + (seen.rollouts_not_run if seen else 0),
-            est_sandbox_s_saved=float(e.get("est_sandbox_s_saved") or 0.0) + (seen.est_sandbox_s_saved if seen else 0),
+            rollouts_not_run=e.rollouts_not_run + (seen.rollouts_not_run if seen else 0),
+            est_sandbox_s_saved=e.est_sandbox_s_saved + (seen.est_sandbox_s_saved if seen else 0),
         )
     return out
 
@@ -113,7 +114,7 @@ class RunData:
     ``Verdict.not_run``): their seconds are already the stage's."""
     early_stop: dict[str, EarlyStopped] = field(default_factory=dict)
     """Task id → what early stop did to it (tasks it never stopped are absent)."""
-    infra_events: list[dict] = field(default_factory=list)
+    infra_events: list[Infra] = field(default_factory=list)
     """The run's ``infra`` events (every failed attempt, retried or not)."""
     clusters: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     """Per cell, the task's cluster of identical normalised patches (``patch_hash``) as a number, NaN where there is
@@ -181,20 +182,20 @@ def load_run(store: RunStore) -> RunData:
     grades, evidence = store.verdicts("grade"), store.verdicts("evidence")
     failed = store.selector_failures()
     selections = [s for s in store.selections() if (s.task_id, s.selector) not in failed]
-    infra_events = store.events_of("infra")
-    unprepared = {t: f"{e['error']}: {e['message']}" for t, e in store.prepare_failures().items()}
+    infra_events = store.recorded(Infra)
+    unprepared = {t: f"{e.error}: {e.message}" for t, e in store.prepare_failures().items()}
     if store.current_task_ids() is not None:  # a resume left some tasks out: their records stay, out of the report
         ids = {t.task_id for t in tasks}
         rollouts = {rid: r for rid, r in rollouts.items() if r.task_id in ids}
         grades = {rid: v for rid, v in grades.items() if v.task_id in ids}
         evidence = {rid: v for rid, v in evidence.items() if v.task_id in ids}
         selections = [s for s in selections if s.task_id in ids]
-        infra_events = [e for e in infra_events if e.get("task_id") in ids]
+        infra_events = [e for e in infra_events if e.task_id in ids]
         failed = {key: e for key, e in failed.items() if key[0] in ids}
         unprepared = {t: why for t, why in unprepared.items() if t in ids}
     left_out: dict[str, dict[str, str]] = {}
     for (task_id, selector), e in failed.items():
-        left_out.setdefault(selector, {})[task_id] = e["error"]
+        left_out.setdefault(selector, {})[task_id] = e.error
     task_ids = _task_order(tasks, rollouts, selections)
     row = {t: i for i, t in enumerate(task_ids)}
     n = max([int(config.get("n") or 0), *(r.index + 1 for r in rollouts.values())] or [0])
@@ -239,7 +240,7 @@ def load_run(store: RunStore) -> RunData:
     if select.get("flagged_fallback") == "flagged":  # a task whose candidates are all flagged: they are chosen from
         fallback = ~candidate.any(axis=1)
         candidate[fallback] = oracle_candidate[fallback]
-    stopped = early_stops(store.events_of("early_stop"), config)
+    stopped = early_stops(store.recorded(EarlyStop), config)
     curve = valid.copy()
     for task_id, stop in stopped.items():
         if task_id in row:
