@@ -15,12 +15,12 @@ from collections import Counter
 from typing import Any
 
 from agentbon.orchestrate.events import Allocated
-from agentbon.report.data import CANCELLED, MISSING, RunData, budget_first
+from agentbon.report.data import CANCELLED, MISSING, RunData
 
 
 def budget_section(data: RunData, allocated: list[Allocated]) -> dict[str, Any] | None:
     """The ``budget`` part of ``summary.json``; None for a run without a budget."""
-    first = budget_first(data.config)
+    first = data.budget_first
     if first is None or not data.task_ids:
         return None
     total, tasks = int(data.config["budget"]), len(data.task_ids)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agentbon.config import RunConfig
 from agentbon.orchestrate.events import EarlyStop, Infra
 from agentbon.protocols import Candidate
 from agentbon.select.base import blocking_flags, invalid_reason
@@ -32,10 +33,6 @@ MISSING, PASS, FAIL, UNGRADED, INFRA, CANCELLED, GRADE_INFRA = 0, 1, 2, 3, 4, 5,
 CELL_CODES = ".PFUICG"
 """One letter per cell code, as ``summary.json`` writes a task's row: ``PFFI`` = pass, fail, fail, infra error
 (``U``: no grade verdict, ``G``: the grade verification ended in an infra error; neither is in n)."""
-DEFAULT_FIXED = 4
-"""``early_stop_fixed`` of a run whose events and config do not say."""
-
-
 @dataclass
 class EarlyStopped:
     """Early stop's record of one task: the fixed part its curves use and the compute it saved."""
@@ -45,17 +42,9 @@ class EarlyStopped:
     est_sandbox_s_saved: float
 
 
-def budget_first(config: dict) -> int | None:
-    """A budget run's first allotment per task (the curves' sample), None for a run without a budget."""
-    if not config.get("budget"):
-        return None
-    first = int(config.get("budget_first") or config.get("early_stop_fixed") or DEFAULT_FIXED)
-    return min(first, int(config.get("n") or first))
-
-
-def early_stops(events: list[EarlyStop], config: dict) -> dict[str, EarlyStopped]:
-    """Fold ``early_stop`` events by task; ``fixed`` from the event, else the config, else 4."""
-    fallback = int(config.get("early_stop_fixed") or DEFAULT_FIXED)
+def early_stops(events: list[EarlyStop], config: RunConfig) -> dict[str, EarlyStopped]:
+    """Fold ``early_stop`` events by task; ``fixed`` from the event, else the run's ``early_stop_fixed``."""
+    fallback = config.early_stop_fixed
     out: dict[str, EarlyStopped] = {}
     for e in events:
         fixed = e.fixed or fallback
@@ -112,6 +101,9 @@ class RunData:
     subset_live: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
     """Cells whose evidence verification ran that stage itself and stopped after it (``verify.fail_to_pass_first``;
     ``Verdict.not_run``): their seconds are already the stage's."""
+    budget_first: int | None = None
+    """A budget run's first allotment per task, the part its curves use (``RunConfig.fixed_part()``); None without
+    a budget."""
     early_stop: dict[str, EarlyStopped] = field(default_factory=dict)
     """Task id → what early stop did to it (tasks it never stopped are absent)."""
     infra_events: list[Infra] = field(default_factory=list)
@@ -240,12 +232,13 @@ def load_run(store: RunStore) -> RunData:
     if select.get("flagged_fallback") == "flagged":  # a task whose candidates are all flagged: they are chosen from
         fallback = ~candidate.any(axis=1)
         candidate[fallback] = oracle_candidate[fallback]
-    stopped = early_stops(store.recorded(EarlyStop), config)
+    settings = RunConfig.read(config)
+    stopped = early_stops(store.recorded(EarlyStop), settings)
     curve = valid.copy()
     for task_id, stop in stopped.items():
         if task_id in row:
             curve[row[task_id], stop.fixed :] = False
-    first = budget_first(config)
+    first = settings.fixed_part() if settings.budget else None
     if first is not None:  # under a batch budget every task's curves come from its first allotment
         curve[:, first:] = False
     data = RunData(
@@ -275,6 +268,7 @@ def load_run(store: RunStore) -> RunData:
         subset_live=subset_live,
         clusters=clusters,
         early_stop={t: s for t, s in stopped.items() if t in row},
+        budget_first=first,
         infra_events=infra_events,
         left_out=left_out,
         unprepared=unprepared,
