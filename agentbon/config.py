@@ -560,6 +560,17 @@ class RunConfig(Section):
             raise ValueError(refusal(problems))
         return self
 
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> RunConfig:
+        """A run's stored settings, read leniently for runs written by other versions: keys this version does not know
+        are ignored and a missing key takes its default; settings that no longer validate (a check a newer version
+        added) are taken as stored, unchecked, since the run already ran with them."""
+        known = {k: v for k, v in data.items() if k in cls.model_fields}
+        try:
+            return cls.model_validate(known)
+        except ValidationError:
+            return cls.model_construct(**known)
+
     def fixed_part(self) -> int:
         """Rollouts ``0..fixed_part()-1`` of every task run whatever the outcomes (the curves' sample): the budget's
         first allotment under a budget, else ``early_stop_fixed``."""

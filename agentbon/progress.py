@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -20,6 +20,9 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from agentbon.console import make_console
+
+if TYPE_CHECKING:
+    from agentbon.models.choice import Choice
 
 SLOW_AFTER_S = 300.0
 """The model server's rate is judged once the first unit has run this long (and the server's own count, where it
@@ -56,7 +59,7 @@ class ProgressState:
         self.interrupted = False
         self.completion = 0
         """Completion tokens of the model calls finished so far."""
-        self.launcher: dict[str, Any] = {}
+        self.launcher: Choice | None = None
         """The ``launcher`` event: which server runs the model, why, and the figures expected of it."""
         self.first_start: float | None = None
         self.server_counts: list[tuple[float, int]] = []
@@ -99,7 +102,9 @@ class ProgressState:
         elif kind == "server_tokens":
             self.server_counts = [*self.server_counts[:1], (self.clock(), data["generated"])]
         elif kind == "launcher":
-            self.launcher = data
+            from agentbon.models.choice import Choice
+
+            self.launcher = Choice.model_validate(data)
         elif kind in ("interrupted", "aborted"):
             self.interrupted = True
 
@@ -131,18 +136,19 @@ class ProgressState:
     def slow_server(self) -> str | None:
         """A warning, once, when the model server gives under 1/``SLOW_FACTOR`` of the rate expected of it on this
         machine (``launcher``'s figures), naming the launcher that should be faster; None otherwise."""
-        expected = (self.launcher.get("figures") or {}).get(self.launcher.get("launcher"))
-        if self.slow_warned or not expected or self.first_start is None or self.clock() - self.first_start < SLOW_AFTER_S:
+        chosen = self.launcher
+        expected = chosen.figures.get(chosen.launcher) if chosen else None
+        if chosen is None or self.slow_warned or not expected or self.first_start is None or self.clock() - self.first_start < SLOW_AFTER_S:
             return None
         rate = self.live_rate()
         if rate is None or rate * SLOW_FACTOR >= expected:
             return None
         self.slow_warned = True
-        name, source = self.launcher["launcher"], self.launcher.get("figures_from")
-        where = "measured here" if source == "calibration" else "documented for such a machine"
+        name = chosen.launcher
+        where = "measured here" if chosen.figures_from == "calibration" else "documented for such a machine"
         eta = f"; at this rate the rollouts end in {_clock(self.eta_s)}" if self.eta_s is not None else ""
         # Only a server expected to beat this one's own figure is worth a restart; else the machine is the suspect.
-        faster = sorted((v, k) for k, v in self.launcher["figures"].items() if k != name and v > expected)
+        faster = sorted((v, k) for k, v in chosen.figures.items() if k != name and v > expected)
         hint = (
             f"; -c model.launcher={faster[-1][1]} ({faster[-1][0]:g} tokens/s {where}) should be faster (resume with "
             "the same command plus that option)"

@@ -29,13 +29,18 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
 from agentbon.errors import ConfigError
 from agentbon.files import append_jsonl, read_jsonl, write_atomic
 from agentbon.types import Rollout, Selection, Task, Verdict
+
+if TYPE_CHECKING:
+    from agentbon.orchestrate.events import Event, PrepareFailed, SelectorError
+
+E = TypeVar("E", bound="Event")
 
 EVENTS = "events.jsonl"
 TASKS = "tasks.jsonl"
@@ -134,6 +139,14 @@ class RunStore:
         """Every complete event of one type (``infra``, ``early_stop``, ``interrupted``...), in order."""
         return [e for e in self.events() if e["type"] == kind]
 
+    def recorded(self, event: type[E]) -> list[E]:
+        """Every complete event of one class (``Infra``, ``EarlyStop``, ``LauncherChosen``...), typed, in order.
+
+        Read leniently (``Event.read``): keys a line has that the class does not know are ignored, and a line whose
+        fields do not validate as the class (written by a version whose event lacked a field now required) is left
+        out rather than failing the read."""
+        return [e for line in self.events(event.kind) if (e := event.read(line)) is not None]
+
     def rollout_counts(self) -> dict[str, int]:
         """How many final (non-infra) rollout records each rollout id has: more than 1 is a duplicate."""
         counts: dict[str, int] = {}
@@ -197,30 +210,37 @@ class RunStore:
         failed = self.selector_failures()
         return [s for s in self.selections() if (s.task_id, s.selector) not in failed]
 
-    def selector_failures(self) -> dict[tuple[str, str], dict[str, Any]]:
+    def selector_failures(self) -> dict[tuple[str, str], SelectorError]:
         """(task, selector) → its ``selector_error`` event, where the latest selection of that task by that selector
         failed on infrastructure: the task is out of that selector's figures until a selection replaces it."""
+        from agentbon.orchestrate.events import SelectorError  # the events import the store
+
         if next(self.events("selector_error"), None) is None:
             return {}
-        out: dict[tuple[str, str], dict[str, Any]] = {}
+        out: dict[tuple[str, str], SelectorError] = {}
         for e in self.events("selection", "selector_error"):
             if e["type"] == "selection":
                 out.pop((e["record"]["task_id"], e["record"]["selector"]), None)
-            elif e.get("infra"):
-                out[(e["task_id"], e["selector"])] = e
+            elif (failure := SelectorError.read(e)) is None:
+                continue
+            elif failure.infra:
+                out[(failure.task_id, failure.selector)] = failure
             else:
-                out.pop((e["task_id"], e["selector"]), None)
+                out.pop((failure.task_id, failure.selector), None)
         return out
 
-    def prepare_failures(self) -> dict[str, dict[str, Any]]:
+    def prepare_failures(self) -> dict[str, PrepareFailed]:
         """Task id → its ``prepare_failed`` event, where the latest preparation of the task failed and no rollout of
         it was recorded since (a resume that prepared it records its rollouts)."""
+        from agentbon.orchestrate.events import PrepareFailed  # the events import the store
+
         if next(self.events("prepare_failed"), None) is None:
             return {}
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, PrepareFailed] = {}
         for e in self.events("prepare_failed", "rollout"):
             if e["type"] == "prepare_failed":
-                out[e["task_id"]] = e
+                if (failure := PrepareFailed.read(e)) is not None:
+                    out[failure.task_id] = failure
             else:
                 out.pop(e["record"]["task_id"], None)
         return out

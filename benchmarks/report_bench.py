@@ -69,7 +69,7 @@ def run_data(correct: np.ndarray, valid: np.ndarray, critic: np.ndarray, n: int,
     squashed = np.where(valid, 1.0 / (1.0 + np.exp(-np.nan_to_num(critic))), np.nan)
     return RunData(
         run_id="bench", task_ids=[f"t{i}" for i in range(tasks)], n=n,
-        config={"n": n, "budget": tasks * n // 2, "budget_first": 4, "select": {"critic": "classifier"}},
+        config={"n": n, "budget": tasks * n // 2, "budget_first": 4, "select": {"critic": "classifier"}}, budget_first=min(4, n),
         tasks={}, rollouts={}, grades={}, evidence={}, present=np.ones(correct.shape, bool), valid=valid,
         correct=correct, cells=cells, candidate=valid, evidence_pass=evidence, scores={"critic": squashed, "majority": scores_of["sel3"], "soft-bon": squashed / 0.5, "random": np.where(valid, 0.5, np.nan)},
         evidence_s=np.where(valid, 2.0, 0.0), unparsed=valid & (correct == 0) & (rng.random(correct.shape) < 0.2),

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agentbon.files import write_atomic
+
+if TYPE_CHECKING:
+    from agentbon.report.schema import RunReport
 
 DEFAULT_TABLES = ("headline", "flags", "scaling", "selectors")
 """Tables ``agentbon report`` prints without ``--all`` (``flags`` only exists when a candidate was flagged)."""
@@ -36,13 +39,31 @@ def _summary(path: Path, overrides: dict) -> dict:
         raise typer.Exit(2) from e
 
 
+def _written_summary(path: Path, overrides: dict) -> RunReport:
+    """A run's ``summary.json`` read back through its version check (``read_summary``: a file of a version this
+    agentbon does not read is an error naming the command that re-renders it); built from the store as ``report``
+    builds it where the run has none yet or a statistic is overridden."""
+    from agentbon.errors import ConfigError
+    from agentbon.report import build_report, read_summary
+
+    store = open_store(path)
+    written = store.path / "summary.json"
+    try:
+        if written.exists() and all(v is None for v in overrides.values()):
+            return read_summary(written)
+        return build_report(store, **overrides)
+    except ConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
+
+
 def report(
     run_dir: Annotated[
         Path | None, typer.Argument(help="The run directory (runs/<run_id>).", show_default=False)
     ] = None,
     compare: Annotated[
         tuple[Path, Path] | None,
-        typer.Option("--compare", help="Put two runs side by side: --compare RUN_A RUN_B (e.g. last night, tonight): headline figures, then per task what changed (newly solved / failing, flaky tests). With --out, compare.md and compare.html.", rich_help_panel="Compare"),
+        typer.Option("--compare", help="Put two runs side by side: --compare RUN_A RUN_B (e.g. last night, tonight): headline figures, then per task what changed (newly solved / failing, flaky tests). With --out, compare.md and compare.html. Reads each run's summary.json where it has one (a file of another version is an error: re-render it), else builds it from the store.", rich_help_panel="Compare"),
     ] = None,
     out: Annotated[
         Path | None,
@@ -108,16 +129,16 @@ def report(
         from agentbon.report.html import render_tables_html
         from agentbon.report.nightly import changes_table
 
-        a, b = (_summary(p, overrides) for p in compare)
+        a, b = (_written_summary(p, overrides) for p in compare)
         store_a, store_b = (open_store(p) for p in compare)
-        changes = changes_table(store_a, store_b, a.get("primary_selector"), b.get("primary_selector"))
+        changes = changes_table(store_a, store_b, a.primary_selector, b.primary_selector)
         tables = [compare_table(a, b), changes]
         for table in tables:
             console.print(rich_table(table))
         if out and not no_write:
             out.mkdir(parents=True, exist_ok=True)
             write_atomic(out / "compare.md", "\n".join(md_table(t, level=1) for t in tables))
-            write_atomic(out / "compare.html", render_tables_html(f"{a['run_id']} → {b['run_id']}", tables))
+            write_atomic(out / "compare.html", render_tables_html(f"{a.run_id} → {b.run_id}", tables))
             console.print(f"wrote {out / 'compare.md'} and {out / 'compare.html'}")
         return
     if run_dir is None:

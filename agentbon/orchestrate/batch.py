@@ -125,12 +125,12 @@ def infra_left(store: RunStore, tasks: list[Task]) -> InfraLeft:
             if v.status == "infra_error" and rid in rollouts and rollouts[rid].status != "infra_error":
                 kind = kind_of(v.reason)[0]
                 out.verdicts[kind] = out.verdicts.get(kind, 0) + 1
-    for task_id, event in store.prepare_failures().items():
+    for task_id, unprepared in store.prepare_failures().items():
         if task_id in ids:
-            out.tasks[event["error"]] = out.tasks.get(event["error"], 0) + 1
-    for (task_id, _), event in store.selector_failures().items():
+            out.tasks[unprepared.error] = out.tasks.get(unprepared.error, 0) + 1
+    for (task_id, _), unselected in store.selector_failures().items():
         if task_id in ids:
-            kind = kind_of(event["error"])[0]
+            kind = kind_of(unselected.error)[0]
             out.selections[kind] = out.selections.get(kind, 0) + 1
     return out
 

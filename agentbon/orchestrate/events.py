@@ -9,13 +9,15 @@ part of the driver writes to the store and to the display separately. See docs/a
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentbon.models.choice import Choice
-from agentbon.store import RunStore
 from agentbon.types import Rollout, Selection, Verdict
+
+if TYPE_CHECKING:
+    from agentbon.store import RunStore
 
 Display = Callable[..., None]
 """What shows progress: called as ``display(kind, **fields)`` (``agentbon.progress``)."""
@@ -36,6 +38,19 @@ class Event(BaseModel):
     def display_fields(self) -> dict[str, Any]:
         """What the display is given (the logged fields, unless an event shows less)."""
         return self.fields()
+
+    @classmethod
+    def read(cls, line: dict[str, Any]) -> Self | None:
+        """The event as a line of the log records it, read leniently for logs written by other versions: keys the
+        class does not know (``type``, ``ts``, fields a version dropped) are ignored (an ``extra="allow"`` event keeps
+        them); a line whose known fields do not validate (a field a newer version requires is missing) reads as
+        None, and the store's ``recorded`` leaves it out."""
+        allowed = cls.model_config.get("extra") == "allow"
+        known = {k: v for k, v in line.items() if k in cls.model_fields or (allowed and k not in ("type", "ts"))}
+        try:
+            return cls.model_validate(known)
+        except ValidationError:
+            return None
 
 
 class Start(Event):

@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from agentbon.report.data import CANCELLED, MISSING, RunData, budget_first
+from agentbon.orchestrate.events import Allocated
+from agentbon.report.data import CANCELLED, MISSING, RunData
 
 
-def budget_section(data: RunData, allocated: list[dict]) -> dict[str, Any] | None:
+def budget_section(data: RunData, allocated: list[Allocated]) -> dict[str, Any] | None:
     """The ``budget`` part of ``summary.json``; None for a run without a budget."""
-    first = budget_first(data.config)
+    first = data.budget_first
     if first is None or not data.task_ids:
         return None
     total, tasks = int(data.config["budget"]), len(data.task_ids)
@@ -32,7 +33,7 @@ def budget_section(data: RunData, allocated: list[dict]) -> dict[str, Any] | Non
     uniform_solved = int(within.sum())
     unknown = int((~within & (ran[:, :share].sum(axis=1) < share)).sum())  # fewer ran, none passed
     spent = int(ran.sum())
-    per_task = Counter(e["task_id"] for e in allocated)
+    per_task = Counter(e.task_id for e in allocated)
     return {
         "rollouts": total,
         "tokens": data.config.get("budget_tokens"),

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agentbon.config import RunConfig
+from agentbon.orchestrate.events import EarlyStop, Infra
 from agentbon.protocols import Candidate
 from agentbon.select.base import blocking_flags, invalid_reason
 from agentbon.store import RunStore
@@ -31,10 +33,6 @@ MISSING, PASS, FAIL, UNGRADED, INFRA, CANCELLED, GRADE_INFRA = 0, 1, 2, 3, 4, 5,
 CELL_CODES = ".PFUICG"
 """One letter per cell code, as ``summary.json`` writes a task's row: ``PFFI`` = pass, fail, fail, infra error
 (``U``: no grade verdict, ``G``: the grade verification ended in an infra error; neither is in n)."""
-DEFAULT_FIXED = 4
-"""``early_stop_fixed`` of a run whose events and config do not say."""
-
-
 @dataclass
 class EarlyStopped:
     """Early stop's record of one task: the fixed part its curves use and the compute it saved."""
@@ -44,25 +42,17 @@ class EarlyStopped:
     est_sandbox_s_saved: float
 
 
-def budget_first(config: dict) -> int | None:
-    """A budget run's first allotment per task (the curves' sample), None for a run without a budget."""
-    if not config.get("budget"):
-        return None
-    first = int(config.get("budget_first") or config.get("early_stop_fixed") or DEFAULT_FIXED)
-    return min(first, int(config.get("n") or first))
-
-
-def early_stops(events: list[dict], config: dict) -> dict[str, EarlyStopped]:
-    """Fold ``early_stop`` events by task; ``fixed`` from the event, else the config, else 4."""
-    fallback = int(config.get("early_stop_fixed") or DEFAULT_FIXED)
+def early_stops(events: list[EarlyStop], config: RunConfig) -> dict[str, EarlyStopped]:
+    """Fold ``early_stop`` events by task; ``fixed`` from the event, else the run's ``early_stop_fixed``."""
+    fallback = config.early_stop_fixed
     out: dict[str, EarlyStopped] = {}
     for e in events:
-        fixed = int(e.get("fixed") or fallback)
-        seen = out.get(e["task_id"])
-        out[e["task_id"]] = EarlyStopped(
+        fixed = e.fixed or fallback
+        seen = out.get(e.task_id)
+        out[e.task_id] = EarlyStopped(
             fixed=min(fixed, seen.fixed) if seen else fixed,
-            rollouts_not_run=int(e.get("rollouts_not_run") or 0) + (seen.rollouts_not_run if seen else 0),
-            est_sandbox_s_saved=float(e.get("est_sandbox_s_saved") or 0.0) + (seen.est_sandbox_s_saved if seen else 0),
+            rollouts_not_run=e.rollouts_not_run + (seen.rollouts_not_run if seen else 0),
+            est_sandbox_s_saved=e.est_sandbox_s_saved + (seen.est_sandbox_s_saved if seen else 0),
         )
     return out
 
@@ -114,9 +104,12 @@ class RunData:
     subset_live: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
     """Cells whose evidence verification ran that stage itself and stopped after it (``verify.fail_to_pass_first``;
     ``Verdict.not_run``): their seconds are already the stage's."""
+    budget_first: int | None = None
+    """A budget run's first allotment per task, the part its curves use (``RunConfig.fixed_part()``); None without
+    a budget."""
     early_stop: dict[str, EarlyStopped] = field(default_factory=dict)
     """Task id → what early stop did to it (tasks it never stopped are absent)."""
-    infra_events: list[dict] = field(default_factory=list)
+    infra_events: list[Infra] = field(default_factory=list)
     """The run's ``infra`` events (every failed attempt, retried or not)."""
     clusters: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     """Per cell, the task's cluster of identical normalised patches (``patch_hash``) as a number, NaN where there is
@@ -194,20 +187,20 @@ def load_run(store: RunStore) -> RunData:
     grades, evidence = store.verdicts("grade"), store.verdicts("evidence")
     failed = store.selector_failures()
     selections = store.standing_selections()
-    infra_events = store.events_of("infra")
-    unprepared = {t: f"{e['error']}: {e['message']}" for t, e in store.prepare_failures().items()}
+    infra_events = store.recorded(Infra)
+    unprepared = {t: f"{e.error}: {e.message}" for t, e in store.prepare_failures().items()}
     if store.current_task_ids() is not None:  # a resume left some tasks out: their records stay, out of the report
         ids = {t.task_id for t in tasks}
         rollouts = {rid: r for rid, r in rollouts.items() if r.task_id in ids}
         grades = {rid: v for rid, v in grades.items() if v.task_id in ids}
         evidence = {rid: v for rid, v in evidence.items() if v.task_id in ids}
         selections = [s for s in selections if s.task_id in ids]
-        infra_events = [e for e in infra_events if e.get("task_id") in ids]
+        infra_events = [e for e in infra_events if e.task_id in ids]
         failed = {key: e for key, e in failed.items() if key[0] in ids}
         unprepared = {t: why for t, why in unprepared.items() if t in ids}
     left_out: dict[str, dict[str, str]] = {}
     for (task_id, selector), e in failed.items():
-        left_out.setdefault(selector, {})[task_id] = e["error"]
+        left_out.setdefault(selector, {})[task_id] = e.error
     task_ids = _task_order(tasks, rollouts, selections)
     row = {t: i for i, t in enumerate(task_ids)}
     n = max([int(config.get("n") or 0), *(r.index + 1 for r in rollouts.values())] or [0])
@@ -249,12 +242,13 @@ def load_run(store: RunStore) -> RunData:
             subset_live[i, j] = bool(seen.evidence.not_run)
         oracle_candidate[i, j] = invalid_reason(seen) is None
         candidate[i, j] = oracle_candidate[i, j] and not blocking_flags(seen, allowed)
-    stopped = early_stops(store.events_of("early_stop"), config)
+    settings = RunConfig.read(config)
+    stopped = early_stops(store.recorded(EarlyStop), settings)
     curve = valid.copy()
     for task_id, stop in stopped.items():
         if task_id in row:
             curve[row[task_id], stop.fixed :] = False
-    first = budget_first(config)
+    first = settings.fixed_part() if settings.budget else None
     if first is not None:  # under a batch budget every task's curves come from its first allotment
         curve[:, first:] = False
     data = RunData(
@@ -285,6 +279,7 @@ def load_run(store: RunStore) -> RunData:
         subset_live=subset_live,
         clusters=clusters,
         early_stop={t: s for t, s in stopped.items() if t in row},
+        budget_first=first,
         infra_events=infra_events,
         left_out=left_out,
         unprepared=unprepared,

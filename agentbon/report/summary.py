@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from agentbon.config import ReportConfig
 from agentbon.errors import ConfigError
 from agentbon.metrics import doubling_ks
+from agentbon.orchestrate.events import Allocated, LauncherChosen
 from agentbon.report.budget import budget_section
 from agentbon.report.calibration import calibration_section
 from agentbon.report.compute import Band, Curves, Estimator, compute_curves
@@ -96,7 +97,7 @@ def without_left_out(curves: Curves, data: RunData, curves_of: Callable[[np.ndar
 def serving_stats(store: RunStore) -> dict | None:
     """The model serving's figures over the run's invocations (``model_stats`` events); None when none recorded."""
     events = store.events_of("model_stats")
-    chosen = store.events_of("launcher")  # why this server ran (models/choice.py), at each invocation's start
+    chosen = store.recorded(LauncherChosen)  # why this server ran (models/choice.py), at each invocation's start
     if not events and not chosen:
         return None
     queries = sum(e.get("prefix_cache_queries") or 0 for e in events)
@@ -108,9 +109,9 @@ def serving_stats(store: RunStore) -> dict | None:
     ]  # fmt: skip
     last = events[-1] if events else {}
     return {
-        "launcher": last.get("launcher") or (chosen[-1]["launcher"] if chosen else None),
-        "launcher_reason": chosen[-1]["reason"] if chosen else None,
-        "launcher_figures": chosen[-1].get("figures") if chosen else None,
+        "launcher": last.get("launcher") or (chosen[-1].launcher if chosen else None),
+        "launcher_reason": chosen[-1].reason if chosen else None,
+        "launcher_figures": chosen[-1].figures if chosen else None,
         "source": last.get("source"),
         "start_s": [e["start_s"] for e in events if e.get("start_s") is not None],
         "prefix_cache_queries": queries if known else None,
@@ -164,8 +165,8 @@ def infra_section(data: RunData) -> dict:
         "verifications": len(verdicts),
         "verifications_by_kind": dict(Counter(_kind(v.reason) for v in verdicts)),
         "attempts_failed": len(events),
-        "attempts_by_kind": dict(Counter(str(e.get("error") or "other") for e in events)),
-        "attempts_retried": sum(1 for e in events if e.get("retry")),
+        "attempts_by_kind": dict(Counter(e.error or "other" for e in events)),
+        "attempts_retried": sum(1 for e in events if e.retry),
         "tasks_not_prepared": dict(data.unprepared),
         "selections": sum(len(tasks) for tasks in data.left_out.values()),
     }
@@ -241,7 +242,7 @@ def build_report(store: RunStore, data: RunData | None = None, **overrides: obje
         "early_stop": early_stop_section(data),
         "flags": flag_section(data),
         "calibration": calibration_section(data, options),
-        "budget": budget_section(data, store.events_of("allocated")),
+        "budget": budget_section(data, store.recorded(Allocated)),
         "frontier": frontier_section(data),
         **winner_report(data, data.primary),
         "rollout_report": rollout_report(data),

@@ -42,7 +42,7 @@ def test_the_run_starts_by_saying_which_server_and_why() -> None:
 
 def test_a_server_far_below_its_expected_rate_is_named_once_with_the_faster_launcher() -> None:
     shown, clock, out = display("vllm")
-    expected_vllm = shown.state.launcher["figures"]["vllm"]
+    expected_vllm = shown.state.launcher.figures["vllm"]
     # vLLM's own count: a quarter of the expected rate less a little, over more than the span it needs.
     rate = expected_vllm / SLOW_FACTOR * 0.9
     shown("server_tokens", generated=0)
@@ -58,7 +58,7 @@ def test_a_server_far_below_its_expected_rate_is_named_once_with_the_faster_laun
 
 def test_no_warning_before_the_server_has_had_its_time_or_at_the_expected_rate() -> None:
     shown, clock, out = display("llama-cpp")
-    expected = shown.state.launcher["figures"]["llama-cpp"]
+    expected = shown.state.launcher.figures["llama-cpp"]
     clock.now += SLOW_AFTER_S / 2
     shown("tick")  # nothing done yet, but too early to judge
     assert shown.state.live_rate() == 0.0 and "warning" not in out.getvalue()

@@ -87,3 +87,19 @@ def test_the_uniform_replay_below_n_per_task_uses_its_share(tmp_path):
     solved = sum("P" in codes[:3] for codes in grid.values())
     assert (b["uniform_share"], b["uniform_rollouts"], b["uniform_solved"]) == (3, 9, solved)
     assert b["uniform_solved_per_100"] == pytest.approx(100 * solved / 9, abs=1e-3)
+
+
+def test_a_run_config_of_another_version_is_read_leniently_and_gives_the_fixed_part(tmp_path):
+    """The report reads the stored config as the RunConfig (``RunConfig.read``): a key this version does not know is
+    ignored, a missing one takes its default, and the curves' part is ``fixed_part()`` (here early_stop_fixed = 2,
+    no budget_first)."""
+    from agentbon.config import RunConfig
+
+    grid = {"a": "FFPF", "b": "PFFF", "c": "FFFF"}
+    store = make_run(tmp_path, grid, {"tests": {t: [0.0] * 4 for t in grid}})
+    set_top(store, budget=12, early_stop_fixed=2, a_retired_setting="x")
+    assert build_summary(store)["cost"]["per_solved_k"] == 2
+    stored = RunConfig.read(yaml.safe_load((store.path / "config.yaml").read_text()))
+    assert (stored.budget, stored.budget_first, stored.fixed_part()) == (12, None, 2)
+    assert RunConfig.read({}).fixed_part() == RunConfig().early_stop_fixed == 4
+    assert RunConfig.read({"n": 4, "early_stop_fixed": 0}).early_stop_fixed == 0  # no longer valid: taken as stored

@@ -43,6 +43,22 @@ def test_compare_two_runs(tmp_path):
     assert "| pass@1 | 12.5 | 37.5 | +25.0 |" in md
 
 
+def test_compare_reads_a_runs_summary_json_through_its_version_check(tmp_path):
+    a = make_run(tmp_path, {"t": "PFFF"}, {"tests": {"t": [1, 0, 0, 0]}}, run_id="run-a")
+    b = make_run(tmp_path, {"t": "PPFF"}, {"tests": {"t": [1, 1, 0, 0]}}, run_id="run-b")
+    assert runner.invoke(app, ["report", str(a.path), "--bootstrap", "50"]).exit_code == 0  # a's summary.json
+    written = a.path / "summary.json"
+    summary = json.loads(written.read_text())
+    written.write_text(json.dumps({**summary, "model": "model-as-written"}))
+    result = runner.invoke(app, ["report", "--compare", str(a.path), str(b.path)], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "model-as-written" in result.output  # read back, not rebuilt (b has none: built from its store)
+    written.write_text(json.dumps({**summary, "version": 999}))
+    result = runner.invoke(app, ["report", "--compare", str(a.path), str(b.path)], env={"COLUMNS": "400"})
+    assert result.exit_code == 2
+    assert "version 999" in result.output and "re-render it with `agentbon report RUN_DIR`" in result.output
+
+
 def test_not_a_run_directory_is_a_clear_error(tmp_path):
     wide = {"COLUMNS": "400"}  # the error box would otherwise wrap the message at 80 columns
     result = runner.invoke(app, ["report", str(tmp_path)], env=wide)

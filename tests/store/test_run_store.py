@@ -75,3 +75,27 @@ def test_standing_failures_are_the_latest_attempts_of_each_task_and_selector(tmp
     assert [e["type"] for e in store.events("prepare_failed", "rollout")] == ["prepare_failed", "prepare_failed",
                                                                              "rollout"]  # fmt: skip
     assert len(list(store.events())) == 8
+
+
+def test_recorded_reads_the_events_as_their_classes_leniently_for_other_versions(tmp_path: Path) -> None:
+    from agentbon.orchestrate.events import EarlyStop, Infra, ModelStats, Recorder, SelectorError
+
+    store = RunStore(tmp_path / "run")
+    record = Recorder(store)
+    written = Infra(unit="rollout", task_id="a", rollout_id="a/0", error="SandboxGone", message="gone", retry=True)
+    record(written)
+    store.append("infra", task_id="b", unit="rollout", error="Timeout", message="slow", shard=3)  # a newer key
+    store.append("infra", task_id="c", error="Timeout")  # an older line without the fields now required
+    store.append("early_stop", task_id="a", skipped=["a/3"])  # before ``fixed`` was logged: its default
+    store.append("model_stats", launcher="vllm", gpu_s=2.5)  # its fields are open
+    store.append("selector_error", task_id="a", selector="critic", error="ServerFailure: down", infra=True)
+
+    infra = store.recorded(Infra)
+    assert infra[0] == written
+    assert [(e.task_id, e.error, e.retry) for e in infra] == [("a", "SandboxGone", True), ("b", "Timeout", False)]
+    assert store.recorded(EarlyStop) == [EarlyStop(task_id="a", skipped=["a/3"])]
+    assert store.recorded(EarlyStop)[0].fixed == 0
+    [stats] = store.recorded(ModelStats)
+    assert stats.model_extra == {"launcher": "vllm", "gpu_s": 2.5}
+    failure = store.selector_failures()[("a", "critic")]
+    assert isinstance(failure, SelectorError) and failure.error == "ServerFailure: down"
