@@ -18,7 +18,7 @@ if [ "${AGENTBON_CHECK_EXTRAS:-1}" != 0 ]; then
   extras=$!
 fi
 rc=0
-python3 -m pytest -q "$@" || rc=$?
+python3 -m pytest -q --durations=25 "$@" || rc=$?
 if [ -n "$extras" ]; then
   if wait "$extras"; then cat "$log"; else cat "$log"; echo "scripts/check_extras.sh failed" >&2; [ "$rc" != 0 ] || rc=1; fi
 fi
