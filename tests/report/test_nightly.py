@@ -1,5 +1,5 @@
 """Nightly compare on hand-built nights: a task without a result (every rollout an infra error, or never run to its
-grade and selection in an interrupted night) is listed apart, never as newly failing; and the README's nightly
+grade and selection in an interrupted night) is listed apart, never as newly failing; and docs/usage.md's nightly
 script, run as written, gives a night that exits 3 its compare and its export."""
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ def test_the_compare_command_lists_them_apart(tmp_path):
 
 
 def readme_script() -> str:
-    """The nightly script of the README, as a user copies it."""
-    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    """The nightly script of docs/usage.md, as a user copies it."""
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "docs" / "usage.md").read_text(), re.S)
     return next(b for b in blocks if "--compare runs/nightly-" in b and "#!/bin/bash" in b)
 
 
