@@ -4,7 +4,7 @@ run serves itself (no endpoint given) is built against the server that will be s
 from __future__ import annotations
 
 import pytest
-from agentbon.orchestrate.selection import SelectionStage
+from agentbon.orchestrate.selection_stage import SelectionStage
 
 from agentbon.config import RunConfig
 from agentbon.errors import ConfigError
