@@ -4,11 +4,11 @@ run serves itself (no endpoint given) is built against the server that will be s
 from __future__ import annotations
 
 import pytest
-from agentbon.orchestrate.selection_stage import SelectionStage
 
 from agentbon.config import RunConfig
 from agentbon.errors import ConfigError
 from agentbon.orchestrate.factories import ServedLater, default_selector
+from agentbon.orchestrate.selection_stage import SelectionStage
 
 SELECT = {"critic": "judge", "selectors": ["tests-then-critic", "critic", "soft-bon", "oracle"]}
 
