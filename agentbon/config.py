@@ -213,6 +213,11 @@ class ModelConfig(Section):
     the cores and bound threads stall each other (docs/models.md). N: N unbound threads."""
     ctx: int = Field(default=8192, ge=1)
     """Context length for a local server."""
+    logprobs: bool = False
+    """A local llama.cpp server answers logprobs requests: it then keeps the logits of every position (ctx x
+    vocabulary x 4 bytes, 4.6 GiB for the embedded model at 8192). A run whose selectors ask the LLM judge
+    (``select.critic: judge``) turns it on for the server it starts; ``agentbon model serve`` serving a judge for
+    other runs needs it set. vLLM always answers logprobs."""
     engines: int = Field(default=0, ge=0)
     """``vllm-actors``: vLLM engine actors; each task's rollouts stay on one (its prefix cache). 0: on GPUs, as many
     as the cluster's nodes hold (each node's GPUs // ``tensor_parallel_size``); on CPU, one. The driver sets the

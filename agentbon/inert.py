@@ -47,7 +47,8 @@ class Rule:
 
 
 SERVER = (
-    "model.launcher", "model.path", "model.threads", "model.ctx", "model.serve_host", "model.vllm_cpu_threads",
+    "model.launcher", "model.path", "model.threads", "model.ctx", "model.logprobs", "model.serve_host",
+    "model.vllm_cpu_threads",
     "model.engines", "model.tensor_parallel_size", "model.gpu_memory_utilization", "model.vllm_python",
 )  # fmt: skip
 """What only a model agentbon starts reads."""
@@ -100,11 +101,11 @@ RULES: tuple[Rule, ...] = (
          "with one model server (only model.endpoints and vllm-actors spread requests)"),
     Rule(("model.vllm_cpu_threads", "model.engines", "model.tensor_parallel_size", "model.gpu_memory_utilization",
           "model.vllm_python"), lambda m: m.launches == "llama-cpp", "with model.launcher=llama-cpp"),
-    Rule(("model.threads", "model.engines", "model.vllm_python"), lambda m: m.launches == "vllm",
+    Rule(("model.threads", "model.logprobs", "model.engines", "model.vllm_python"), lambda m: m.launches == "vllm",
          "with model.launcher=vllm (model.threads is llama.cpp's; the server's interpreter is $AGENTBON_VLLM_PYTHON "
          "or .venv-vllm)"),
-    Rule(("model.threads", "model.serve_host", "model.api_key", "model.timeout_s", "model.retries"),
-         lambda m: m.launches == "vllm-actors",
+    Rule(("model.threads", "model.logprobs", "model.serve_host", "model.api_key", "model.timeout_s",
+          "model.retries"), lambda m: m.launches == "vllm-actors",
          "with model.launcher=vllm-actors (its engines are Ray actors: no server, no HTTP client)"),
     Rule(("model.vllm_cpu_threads",), lambda m: m.gpu is True and m.launches in ("vllm", "vllm-actors"), "on GPUs"),
     Rule(("model.tensor_parallel_size", "model.gpu_memory_utilization"),

@@ -16,19 +16,22 @@ from agentbon.models import weights
 from agentbon.models.server import LOOPBACK, LocalServer, free_port
 
 PROMPT_CACHE_BYTES = 2 << 30
-"""llama.cpp's in-memory cache of evaluated prompts (``--cache``): the N rollouts of a task send the same long
-prompt, and rollouts of two tasks interleave, so the one prompt the server keeps on its own is the wrong one half the
-time. On a 2-core AVX2 EPYC a 2,527-token prompt took 77-97 s to evaluate each time without it and 5-9 s with it
-(the state restored from the cache); each cached prompt holds about a quarter of a GiB."""
+"""llama.cpp's in-memory cache of evaluated prompts (``--cache``), every byte a kept prompt holds counted
+(``agentbon.models.llama_main``): the N rollouts of a task send the same long prompt, and rollouts of two tasks
+interleave, so the one prompt the server keeps on its own is the wrong one half the time. On a 2-core AVX2 EPYC a
+2,527-token prompt took 77-97 s to evaluate each time without it and 5-9 s with it (the state restored from the
+cache); a kept prompt holds 28 KiB a token with the embedded model (docs/models.md, "llama.cpp's memory")."""
 
 
 def llama_cpp_command(
     model_path: str | Path, *, port: int, threads: int, ctx: int, alias: str, host: str = LOOPBACK,
-    api_key: str | None = None,
+    api_key: str | None = None, logprobs: bool = False,
 ) -> list[str]:  # fmt: skip
-    """The command line that serves ``model_path`` on ``host``:``port`` (requiring ``api_key`` where given)."""
+    """The command line that serves ``model_path`` on ``host``:``port`` (requiring ``api_key`` where given), with
+    logprobs only where asked (keeping every position's logits costs ctx x vocabulary x 4 bytes: 4.6 GiB for the
+    embedded model at 8192)."""
     return [
-        sys.executable, "-m", "llama_cpp.server",
+        sys.executable, "-m", "agentbon.models.llama_main",
         "--model", str(model_path),
         "--model_alias", alias,
         "--host", host,
@@ -38,6 +41,7 @@ def llama_cpp_command(
         "--n_ctx", str(ctx),
         # A new request must queue behind a running one, not cancel it (agents share one server).
         "--interrupt_requests", "False",
+        "--logits_all", str(logprobs),
         "--cache", "True", "--cache_size", str(PROMPT_CACHE_BYTES),
     ]  # fmt: skip
 
@@ -62,7 +66,8 @@ def llama_cpp_server(
         model_path = weights.fetch(log=log)
     port = port or free_port(host)
     command = llama_cpp_command(
-        model_path, port=port, threads=config.threads, ctx=config.ctx, alias=config.name, host=host, api_key=api_key
+        model_path, port=port, threads=config.threads, ctx=config.ctx, alias=config.name, host=host, api_key=api_key,
+        logprobs=config.logprobs,
     )
     return LocalServer(
         command, port=port, name="llama-cpp", ready_timeout_s=300.0, log_path=log_path, host=host, api_key=api_key

@@ -147,6 +147,7 @@ def run_batch(
     factories = factories or Factories()
     run_id = resolve_run_id(suite, config, tasks)
     config = config.model_copy(update={"run_id": run_id})
+    from agentbon.inert import judges
     from agentbon.models import resolve_model
 
     # The model service decides which server it starts (and why: printed, then recorded once the store exists).
@@ -154,6 +155,8 @@ def run_batch(
     note = emit or (lambda *a, **k: None)
     choice = choose(log=lambda msg: note("note", message=msg)) if choose else None
     model = config.model.model_copy(update={"launcher": choice.launcher}) if choice else config.model
+    if judges(config):  # the judge's p(YES) is read from logprobs, served by llama.cpp only when asked at its start
+        model = model.model_copy(update={"logprobs": True})
     config = config.model_copy(update={"model": resolve_model(model)})  # the store names what ran
     # Everything that can fail before the first rollout fails now, before the run directory exists.
     warnings = require_preflight(config, tasks, factories)

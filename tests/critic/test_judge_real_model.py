@@ -32,7 +32,7 @@ def served_model():
     from agentbon.models import make_model
     from agentbon.models.service import ModelService
 
-    service = ModelService(ModelConfig(launcher="llama-cpp", timeout_s=900.0))
+    service = ModelService(ModelConfig(launcher="llama-cpp", logprobs=True, timeout_s=900.0))
     config = service.start()
     try:
         yield make_model(config)

@@ -87,9 +87,10 @@ def test_auto_launcher_is_vllm_where_vllm_and_a_model_for_it_are_installed(tmp_p
 
 def test_llama_command_queues_requests_instead_of_interrupting():
     cmd = llama_cpp_command("/m.gguf", port=1234, threads=1, ctx=4096, alias="q")
-    assert cmd[1:3] == ["-m", "llama_cpp.server"]
+    assert cmd[1:3] == ["-m", "agentbon.models.llama_main"]  # llama_cpp.server with a cache that counts its bytes
     flags = dict(zip(cmd[3::2], cmd[4::2], strict=True))
     assert flags["--interrupt_requests"] == "False" and flags["--host"] == "127.0.0.1"
+    assert flags["--logits_all"] == "False"  # no logprobs asked: no logits of past positions kept
     assert flags["--cache"] == "True" and int(flags["--cache_size"]) >= 1 << 30  # a task's prompt evaluated once
     assert (flags["--model"], flags["--port"], flags["--n_threads"], flags["--n_ctx"]) == (
         "/m.gguf",
