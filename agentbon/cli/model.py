@@ -56,6 +56,13 @@ def serve(
         ),
     ] = None,
     ctx: Annotated[int, typer.Option(help="Context length.", rich_help_panel="Server")] = 8192,
+    logprobs: Annotated[
+        bool,
+        typer.Option(
+            help="Answer logprobs requests, as a judge critic's server must (model.logprobs: llama.cpp then keeps "
+            "every position's logits; vLLM always answers them).", rich_help_panel="Server",
+        ),
+    ] = False,
 ) -> None:
     """Run a local OpenAI-compatible server in the foreground until Ctrl-C; prints its endpoint.
 
@@ -68,7 +75,7 @@ def serve(
 
     if launcher not in ("auto", "llama-cpp", "vllm"):
         raise typer.BadParameter(f"{launcher!r}: expected auto, llama-cpp or vllm", param_hint="--launcher")
-    config = ModelConfig(launcher=launcher, path=path, name=name, ctx=ctx)  # type: ignore[arg-type]
+    config = ModelConfig(launcher=launcher, path=path, name=name, ctx=ctx, logprobs=logprobs)  # type: ignore[arg-type]
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with exit_codes():
