@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentbon.files import write_atomic
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 critic_app = typer.Typer(help="Critic outcome reward models: train, evaluate.", no_args_is_help=True)
 
@@ -17,7 +20,7 @@ _TRAIN = "Training"
 _JUDGE = "LLM judge"
 
 
-def _metrics_table(title: str, rows: dict[str, dict]):
+def _metrics_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from agentbon.report.data import RunData
+    from agentbon.store import RunStore
 
 export_app = typer.Typer(help="Export a run: SWE-bench predictions, DPO pairs, winners as branches or patches.",
                          no_args_is_help=True)  # fmt: skip
@@ -28,7 +32,7 @@ FlaggedOpt = Annotated[
 ]
 
 
-def _load(run_dir: Path):
+def _load(run_dir: Path) -> tuple[RunStore, RunData]:
     from agentbon.cli.report import open_store
     from agentbon.report.data import load_run
 

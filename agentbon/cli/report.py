@@ -12,12 +12,13 @@ from agentbon.files import write_atomic
 
 if TYPE_CHECKING:
     from agentbon.report.schema import RunReport
+    from agentbon.store import RunStore
 
 DEFAULT_TABLES = ("headline", "flags", "scaling", "selectors")
 """Tables ``agentbon report`` prints without ``--all`` (``flags`` only exists when a candidate was flagged)."""
 
 
-def open_store(path: Path):  # -> RunStore
+def open_store(path: Path) -> RunStore:
     """The run store at ``path``, or a clear error when it is not a run directory."""
     from agentbon.store import EVENTS, RunStore
 

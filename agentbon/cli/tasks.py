@@ -5,11 +5,17 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentbon.files import write_atomic
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from agentbon.types import Task, TaskLoadError
+    from agentbon.verify.validate import TaskValidation
 
 tasks_app = typer.Typer(help="Task suites: check them before a run.", no_args_is_help=True)
 
@@ -68,7 +74,7 @@ def validate(
         console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from e
 
-    def check(task) -> TaskValidation:
+    def check(task: Task) -> TaskValidation:
         try:
             return validate_task(task, verifier, runs)
         except Exception as e:  # the per-task boundary: one broken task never stops the others
@@ -120,7 +126,7 @@ def _write_flaky_map(suite: Path, results: list[Any], runs: int, console: Any) -
     console.print(f"flaky map {where}: {flaky} flaky test(s) in {sum(1 for v in found.values() if v)} task(s)")
 
 
-def _errors_table(errors):
+def _errors_table(errors: list[TaskLoadError]) -> Table:
     from rich.table import Table
 
     table = Table(title="tasks that failed to load", title_justify="left")
@@ -131,7 +137,7 @@ def _errors_table(errors):
     return table
 
 
-def _results_table(results, runs: int):
+def _results_table(results: list[TaskValidation], runs: int) -> Table:
     from rich.table import Table
 
     colour = {"valid": "green", "invalid": "red", "infra_error": "yellow"}

@@ -75,7 +75,9 @@ def _render(messages: list[dict]) -> str:
     return "\n\n".join(f"{m['role']}: {m.get('content') or ''}" for m in messages)
 
 
-def _row(store: RunStore, data: RunData, good: Rollout, bad: Rollout, fmt: Format, content: Content, label: str):
+def _row(
+    store: RunStore, data: RunData, good: Rollout, bad: Rollout, fmt: Format, content: Content, label: str
+) -> dict[str, Any] | None:
     task = data.tasks.get(good.task_id)
     if content == "trajectory":
         prompt, chosen = _messages(store, good.rollout_id)

@@ -18,6 +18,7 @@ uniform choice among the subset's candidates: one closed form for all of them, n
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
 
 import numpy as np
@@ -137,7 +138,9 @@ def _chances(values: tuple[int, ...], groups: tuple[int, ...], r: int, kk: tuple
     return out
 
 
-def _layer(values: np.ndarray, groups: np.ndarray, j: int, degree: int, table: np.ndarray):
+def _layer(
+    values: np.ndarray, groups: np.ndarray, j: int, degree: int, table: np.ndarray
+) -> Iterator[tuple[int, np.ndarray]]:
     """For each cluster size s of the layer: ∫_0^1 Π (a_{d,j} + u C(m_d, j) x^j) du over every cluster of at least j
     members but one of size s, as its coefficients in x up to ``degree``."""
     ties = min(int(groups.sum()) - 1, degree // j)  # other clusters tied at j: u's degree

@@ -68,7 +68,9 @@ class FakeLLM:
         self.batch_sizes: list[int] = []
         """Sizes of every ``chat`` call, the rejected ones included."""
 
-    def chat(self, messages: list[list[dict[str, Any]]], sampling_params: list[FakeSamplingParams], use_tqdm=False):
+    def chat(
+        self, messages: list[list[dict[str, Any]]], sampling_params: list[FakeSamplingParams], use_tqdm: bool = False
+    ) -> list[SimpleNamespace]:
         self.batch_sizes.append(len(messages))
         time.sleep(self.delay_s)
         for conv, params in zip(messages, sampling_params, strict=True):  # vLLM adds (validates) all, then runs

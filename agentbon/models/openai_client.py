@@ -30,6 +30,7 @@ from agentbon.errors import (
     ServerFailure,
 )
 from agentbon.models.replies import classify_status, parse_choices
+from agentbon.protocols import ChatResponse
 
 
 class OpenAIClient:
@@ -69,7 +70,7 @@ class OpenAIClient:
             headers=headers, timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)), trust_env=False
         )
 
-    def chat(self, messages: Sequence[dict[str, Any]], *, seed: int | None = None, **sampling: Any):
+    def chat(self, messages: Sequence[dict[str, Any]], *, seed: int | None = None, **sampling: Any) -> ChatResponse:
         """One completion. Raises ``ServerFailure`` when the server is gone, ``EndpointMisconfigured`` when it refuses
         every request, ``ModelError`` on an unusable reply or a conversation it refuses."""
         return self._complete(messages, seed, 1, sampling)[0]
@@ -111,7 +112,9 @@ class OpenAIClient:
                     f.cancel()
                 raise
 
-    def _complete(self, messages: Sequence[dict[str, Any]], seed: int | None, n: int, sampling: dict[str, Any]):
+    def _complete(
+        self, messages: Sequence[dict[str, Any]], seed: int | None, n: int, sampling: dict[str, Any]
+    ) -> list[ChatResponse]:
         body: dict[str, Any] = {"model": self.name, "messages": list(messages), **self.defaults, **sampling}
         if seed is not None:
             body["seed"] = seed
@@ -219,7 +222,7 @@ class OpenAIClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt in the receiving process with a fresh connection pool; a server it owns stays with the owner.
         kwargs = dict(
             api_key=self.api_key, timeout_s=self.timeout_s, retries=self.retries, backoff_s=self.backoff_s,

@@ -133,7 +133,9 @@ class RoutedModel:
         """``n`` completions in one engine request (``seeds[0]`` seeds it)."""
         return self._call(messages, seeds[0] if seeds else None, n, sampling)
 
-    def _call(self, messages: Sequence[dict[str, Any]], seed: int | None, n: int, sampling: dict[str, Any]):
+    def _call(
+        self, messages: Sequence[dict[str, Any]], seed: int | None, n: int, sampling: dict[str, Any]
+    ) -> list[ChatResponse]:
         import ray
         from ray.exceptions import RayActorError, RayTaskError
 

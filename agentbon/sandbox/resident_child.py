@@ -1,8 +1,8 @@
 """The resident executor: started once inside a sandbox, it runs the host's commands one after another.
 
-Runs under the image's ``python3 -I -S``, so it is written for old interpreters too (Python 3.5: no f-strings, no
-annotations, the standard library only). The host side and the protocol are in ``agentbon/sandbox/resident.py``;
-why it exists is in docs/sandboxes.md ("One executor per sandbox").
+Runs under the image's ``python3 -I -S``, so it is written for old interpreters too (Python 3.5: no f-strings, type
+comments instead of annotations, the standard library only). The host side and the protocol are in
+``agentbon/sandbox/resident.py``; why it exists is in docs/sandboxes.md ("One executor per sandbox").
 
 stdin: one JSON request per line: ``{"argv": [...], "cwd": "/repo", "limit": N, "keep": "ends" | "head"}``.
 stdout: frames of one kind byte, a 4-byte big-endian length and the payload:
@@ -27,11 +27,13 @@ _out = sys.stdout.buffer
 
 
 def send(kind, payload):
+    # type: (bytes, bytes) -> None
     _out.write(kind + struct.pack(">I", len(payload)) + payload)
     _out.flush()
 
 
 def oom_kills():
+    # type: () -> int
     """The container's OOM-kill count (cgroup v2, else v1); -1 when neither file can be read."""
     for path in OOM_FILES:
         try:
@@ -47,10 +49,12 @@ class Forward:
     """Sends the first ``limit`` bytes as they come; keeps the last ``limit`` (``keep=ends``) for the end."""
 
     def __init__(self, limit, keep):
+        # type: (int, str) -> None
         self.limit, self.keep = limit, keep
         self.sent, self.tail, self.dropped = 0, bytearray(), 0
 
     def feed(self, chunk):
+        # type: (bytes) -> None
         room = self.limit - self.sent if self.limit > 0 else len(chunk)
         if room > 0:
             send(b"O", chunk[:room])
@@ -68,6 +72,7 @@ class Forward:
             del self.tail[:excess]
 
     def finish(self):
+        # type: () -> None
         if self.dropped:
             send(b"D", str(self.dropped).encode())
         if self.tail:
@@ -75,6 +80,7 @@ class Forward:
 
 
 def run(request):
+    # type: (dict) -> None
     cwd = request.get("cwd") or "/"
     forward = Forward(int(request.get("limit") or 0), request.get("keep", "ends"))
     try:
@@ -86,7 +92,9 @@ def run(request):
         send(b"O", ("agentbon: cannot run the command in " + cwd + ": " + str(e.strerror or e) + "\n").encode())
         send(b"X", json.dumps({"exit": 126, "oom": -1}).encode())
         return
-    fd, ended = proc.stdout.fileno(), None
+    stdout = proc.stdout
+    assert stdout is not None  # stdout=PIPE
+    fd, ended = stdout.fileno(), None
     while True:
         ready = select.select([fd], [], [], 0.2)[0]
         if ready:
@@ -98,7 +106,7 @@ def run(request):
             ended = time.monotonic()
         if ended is not None and time.monotonic() - ended > LINGER_S:
             break
-    proc.stdout.close()
+    stdout.close()
     code = proc.wait()
     forward.finish()
     code = 128 - code if code < 0 else code
@@ -106,6 +114,7 @@ def run(request):
 
 
 def undumpable():
+    # type: () -> bool
     """Make this process non-dumpable: a command running as the same user can then neither trace it nor open its
     ``/proc/<pid>/fd`` pipes to write forged frames (docs/security.md, "The resident executor")."""
     try:
@@ -117,6 +126,7 @@ def undumpable():
 
 
 def main():
+    # type: () -> None
     guarded = undumpable()
     for line in sys.stdin.buffer:
         request = json.loads(line.decode("utf-8"))

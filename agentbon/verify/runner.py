@@ -44,7 +44,7 @@ from agentbon.config import VerifyConfig
 from agentbon.diffs import files_touched
 from agentbon.errors import InfraError, SandboxDiskLimit
 from agentbon.protocols import Sandbox, SandboxBackend
-from agentbon.types import Flag, Role, Rollout, Task, TestSet, Verdict, patch_hash
+from agentbon.types import ExecResult, Flag, Role, Rollout, Task, TestSet, Verdict, patch_hash
 from agentbon.verify import canary, evalscript, flaky, guard, harness, parsecheck, second
 from agentbon.verify.budget import HOUSEKEEPING_S, RUNNER_GRACE_S
 from agentbon.verify.grading import crosscheck, grade, graded_ids
@@ -182,7 +182,7 @@ class TestVerifier:
         return base.model_copy(update=update)
 
     # ------------------------------------------------------------------------------------ steps
-    def _sh(self, sandbox: Sandbox, command: str, timeout: float = HOUSEKEEPING_S):
+    def _sh(self, sandbox: Sandbox, command: str, timeout: float = HOUSEKEEPING_S) -> ExecResult:
         # Housekeeping runs as root; the tests do not (_run_tests; docs/security.md, "Sandbox hardening").
         return sandbox.exec(command, timeout=timeout, workdir=sandbox.workdir, user="root")
 
