@@ -155,9 +155,11 @@ def run_batch(
     note = emit or (lambda *a, **k: None)
     choice = choose(log=lambda msg: note("note", message=msg)) if choose else None
     model = config.model.model_copy(update={"launcher": choice.launcher}) if choice else config.model
-    if judges(config):  # the judge's p(YES) is read from logprobs, served by llama.cpp only when asked at its start
+    model = resolve_model(model)
+    if judges(config) and model.launcher == "llama-cpp" and not model.urls():
+        # The judge's p(YES) is read from logprobs, which the llama.cpp server this run starts serves only when asked.
         model = model.model_copy(update={"logprobs": True})
-    config = config.model_copy(update={"model": resolve_model(model)})  # the store names what ran
+    config = config.model_copy(update={"model": model})  # the store names what ran
     # Everything that can fail before the first rollout fails now, before the run directory exists.
     warnings = require_preflight(config, tasks, factories)
     store = RunStore(Path(config.run_dir) / run_id)

@@ -16,9 +16,12 @@ from agentbon.store import RunStore
 from agentbon.testing import FakeService
 
 
-@pytest.mark.parametrize(("critic", "asked"), [("judge", True), ("auto", False)])
+@pytest.mark.parametrize(
+    ("critic", "launcher", "asked"),
+    [("judge", "llama-cpp", True), ("auto", "llama-cpp", False), ("judge", "vllm", False)],  # vLLM always serves them
+)
 def test_the_server_serves_logprobs_exactly_when_a_selector_asks_the_judge(
-    tmp_path: Path, critic: str, asked: bool
+    tmp_path: Path, critic: str, launcher: str, asked: bool
 ) -> None:
     started: list[Any] = []
 
@@ -27,7 +30,10 @@ def test_the_server_serves_logprobs_exactly_when_a_selector_asks_the_judge(
             started.append(self.config)  # the service that starts the server (another one only chose the launcher)
 
     factories = dataclasses.replace(fakes(tmp_path), server=Recording)
-    cfg = config(tmp_path, f"select.critic={critic}", "select.selectors=[tests-then-critic]", n=1, run_id="r")
+    cfg = config(
+        tmp_path, f"select.critic={critic}", "select.selectors=[tests-then-critic]", f"model.launcher={launcher}",
+        n=1, run_id="r",
+    )
     result = run_batch(make_tasks(tmp_path, ["a"]), cfg, factories=factories)
     assert started and {model.logprobs for model in started} == {asked}
     assert RunStore(result.path).config()["model"]["logprobs"] is asked  # the run records how its server ran
