@@ -110,6 +110,12 @@ class TestSet(Record):
         return not self.tests and not self.command
 
 
+def is_git_url(source: str) -> bool:
+    """Whether a repository source is a git URL (``scheme://...``, or scp-like ``user@host:path``) rather than a local
+    path."""
+    return "://" in source or re.match(r"^[\w.-]+@[\w.-]+:", source) is not None
+
+
 class RepoSource(Record):
     """Where a task's repository comes from."""
 
@@ -387,6 +393,13 @@ class Flag(Record):
     """Files it concerns, where it concerns files."""
 
 
+def error_kind_of(message: str) -> str:
+    """The kind at the head of a failure's message (``SandboxGone: the container is gone`` → ``SandboxGone``), or
+    ``VerifyInfra`` where there is none (a message the verifier wrote itself)."""
+    head, sep, _ = message.partition(": ")
+    return head if sep and head.isidentifier() else "VerifyInfra"
+
+
 class Verdict(Record):
     """The verifier's result for one candidate in one role."""
 
@@ -423,9 +436,20 @@ class Verdict(Record):
     status is ``fail`` whatever they would have done."""
     reason: str = ""
     """One line saying why (``FAIL_TO_PASS tests::test_x failed``, ``patch does not apply``...)."""
+    error_kind: str | None = None
+    """An ``infra_error``'s kind as the failure taxonomy names it (``SandboxGone``, ``DockerError``; ``VerifyInfra``
+    where the verifier itself could not go on: docs/failure-taxonomy.md); None for any other status."""
     duration_s: float = 0.0
     log: str = ""
     """Tail of the runner output."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_of_older_infra(cls, data: object) -> object:
+        # A verdict of a version that kept the kind only at the head of its reason (``SandboxGone: ...``).
+        if isinstance(data, dict) and data.get("status") == "infra_error" and not data.get("error_kind"):
+            return {**data, "error_kind": error_kind_of(str(data.get("reason") or ""))}
+        return data
 
     @property
     def resolved(self) -> bool:

@@ -50,12 +50,12 @@ class VerifyStage:
             assert failure is not None
             labels = {"run": state.run_id, "rollout": rollout.rollout_id, "attempt": f"verify-{unit.attempt}"}
             state.background += reap_async(state.config, state.factories, labels, [unit.node_id] if unit.node_id else None)
-            reason = f"{failure.kind}: {failure.message}"
-            verdicts = [_infra_verdict(rollout, role, reason) for role in unit.roles]
+            verdicts = [_infra_verdict(rollout, role, failure) for role in unit.roles]
         self.record(rollout, [v for v in verdicts if v.status != "infra_error"])
         broken = [v for v in verdicts if v.status == "infra_error"]
         if broken:
-            kind, message = kind_of(broken[0].reason)
+            kind = broken[0].error_kind or "VerifyInfra"
+            message = broken[0].reason.removeprefix(f"{kind}: ")
             retry = state.retry.allows(unit.attempt)  # its budget is its own: a retry has all of it again
             record_infra(state, unit, Failure(kind, message, True), retry)
             if retry:
@@ -109,17 +109,8 @@ class VerifyStage:
                         ray.cancel(ref)  # a KeyboardInterrupt in the worker: it closes its sandbox itself
 
 
-def _infra_verdict(rollout: Rollout, role: Role, reason: str) -> Verdict:
+def _infra_verdict(rollout: Rollout, role: Role, failure: Failure) -> Verdict:
     return Verdict(
         run_id=rollout.run_id, task_id=rollout.task_id, rollout_id=rollout.rollout_id, role=role,
-        status="infra_error", reason=reason,
+        status="infra_error", reason=f"{failure.kind}: {failure.message}", error_kind=failure.kind,
     )
-
-
-def kind_of(reason: str) -> tuple[str, str]:
-    """(error kind, message) of an infra verdict's reason: ``SandboxGone: ...`` names its kind; a reason the
-    verifier wrote itself (``cannot prepare the sandbox ...``) is a ``VerifyInfra``."""
-    head, sep, rest = reason.partition(": ")
-    if sep and head.isidentifier():
-        return head, rest
-    return "VerifyInfra", reason

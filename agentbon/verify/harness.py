@@ -18,7 +18,8 @@ from typing import Any
 
 from agentbon.errors import MissingExtra
 from agentbon.protocols import Sandbox
-from agentbon.types import Task, TestOutcome, TestSet, VerdictStatus
+from agentbon.types import Task, TestOutcome, TestSet
+from agentbon.verify.judged import Judged, fail, timed_out_log
 
 LOG_LIMIT = 32 << 20
 CONDA_ACTIVATE = "/opt/miniconda3/bin/activate"
@@ -168,11 +169,6 @@ def apply_script(diff: str, paths: str) -> str:
 ALREADY_APPLIED = "git apply --check --reverse (already in the tree)"
 
 
-def timed_out_log(output: str, timeout_s: float) -> str:
-    """A timed-out run's output as the harness leaves it: the tail, then its own line (which its triage reads)."""
-    return f"{output[-4000:]}\n\nTimeout error: {timeout_s:g} seconds exceeded."
-
-
 def triage(text: str) -> tuple[str, str] | None:
     """The harness's advisory triage of a log, (reason, tier): ``infra_failure.classify_text``; None where the
     log matches no signature or the ``swebench`` package is absent."""
@@ -182,9 +178,9 @@ def triage(text: str) -> tuple[str, str] | None:
         return None
 
 
-def run(sandbox: Sandbox, script: str, vdir: str, timeout_s: float) -> tuple[str | None, str, bool]:
-    """Run the eval script as the harness does (``/bin/bash``): the log (None when there is none), why there is
-    none, and whether the run went past ``timeout_s`` (its log then holds what it wrote, and the harness's line)."""
+def run(sandbox: Sandbox, script: str, vdir: str, timeout_s: float) -> str:
+    """Run the eval script as the harness does (``/bin/bash``) and return its log; ``Failed`` where it wrote none, or
+    went past ``timeout_s`` (the verdict's log then holds what it wrote, and the harness's line)."""
     sandbox.write_file(f"{vdir}/eval.sh", script)
     log_path = f"{vdir}/test_output.txt"
     ran = sandbox.exec(  # as root: the harness's eval scripts install into the image's root-owned environment
@@ -198,10 +194,11 @@ def run(sandbox: Sandbox, script: str, vdir: str, timeout_s: float) -> tuple[str
     except FileNotFoundError:
         log = None
     if ran.timed_out:
-        return timed_out_log(log or ran.output, timeout_s), f"test run timed out after {timeout_s:g}s", True
+        why = f"test run timed out after {timeout_s:g}s"
+        raise fail(why, log=timed_out_log(log or ran.output, timeout_s), timed_out=True)
     if log is None:
-        return None, f"the eval script wrote no log (exit {ran.exit_code}): {ran.output[-300:].strip()}", False
-    return log, "", False
+        raise fail(f"the eval script wrote no log (exit {ran.exit_code}): {ran.output[-300:].strip()}")
+    return log
 
 
 def _outcome(status_map: dict[str, str], test_id: str) -> TestOutcome:
@@ -223,8 +220,8 @@ def _why_invalid(log: str, status_map_any: bool, exit_code: int | None) -> str:
     return "the log shows no test results and no sign that the test command ran"
 
 
-def judge(task: Task, tests: TestSet, patch: str, log: str) -> tuple[VerdictStatus, str, dict[str, Any]]:
-    """Status, reason and verdict fields for a log, decided by ``get_logs_eval`` and ``get_eval_report``."""
+def judge(task: Task, tests: TestSet, patch: str, log: str) -> Judged:
+    """The verdict on a log, decided by ``get_logs_eval`` and ``get_eval_report``."""
     h = swebench()
     spec = h.make_test_spec(instance(task, tests))
     fd, path = tempfile.mkstemp(prefix="agentbon-swebench-", suffix=".log")
@@ -238,19 +235,16 @@ def judge(task: Task, tests: TestSet, patch: str, log: str) -> tuple[VerdictStat
     finally:
         os.unlink(path)
     exit_code = h.parse_test_exit_code(log)
-    fields: dict[str, Any] = {
-        "runner_exit_code": exit_code,
-        "log": log[-4000:],
-        "tests": {t: _outcome(status_map, t) for t in tests.tests},
-    }
+    outcomes = {t: _outcome(status_map, t) for t in tests.tests}
+    read = Judged("fail", "", runner_exit_code=exit_code, log=log[-4000:], tests=outcomes)
     if not found:
         reason = _why_invalid(log, _parsed_any(spec, log), exit_code)
         if triage:
             reason += f" (the harness's triage: {triage[0]}, {triage[1]})"
-        return "fail", reason, fields
+        return read.replace(reason=reason)
     if report["resolved"]:
-        return "pass", f"resolved by the harness's rule ({len(tests.tests)} tests)", fields
-    return "fail", _first_failure(report.get("tests_status", {}), fields["tests"]), fields
+        return read.replace(status="pass", reason=f"resolved by the harness's rule ({len(tests.tests)} tests)")
+    return read.replace(reason=_first_failure(report.get("tests_status", {}), outcomes))
 
 
 def _parsed_any(spec: Any, log: str) -> bool:

@@ -122,8 +122,8 @@ def agentbon_report(tmp_path: Path, made, dataset: Path, preds: Path, outcomes: 
             v = Verdict(**base, status="fail", timed_out=True, reason="test run timed out", log=log)
         else:
             task = by_id[tid]
-            status, reason, fields = harness.judge(task, task.grade, p.model_patch, LOG_OF[kind])
-            v = Verdict(**base, status=status, reason=reason, **fields)
+            judged = harness.judge(task, task.grade, p.model_patch, LOG_OF[kind])
+            v = Verdict(**base, **judged.verdict_fields())
         store.save_verdict(v)
     report = build_eval_report(store, matched, tasks, input_errors, str(preds), unloaded)
     return report, set(matched.graded) | set(matched.blank)

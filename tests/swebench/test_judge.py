@@ -59,32 +59,33 @@ def test_verdict_equals_the_harness_on_the_same_log(case, pytest_family, tmp_pat
     spec = make_test_spec(made.record)  # the dataset record itself, not agentbon's copy of it
     prediction = {"instance_id": spec.instance_id, "model_name_or_path": "m", "model_patch": made.gold}
     official = get_eval_report(spec, prediction, str(path), include_tests_status=True)[spec.instance_id]
-    status, reason, fields = harness.judge(task, task.grade, made.gold, log)
-    assert status == ("pass" if official["resolved"] else "fail"), reason
-    assert fields["log"] == log[-4000:]
+    judged = harness.judge(task, task.grade, made.gold, log)
+    status = judged.status
+    assert status == ("pass" if official["resolved"] else "fail"), judged.reason
+    assert judged.log == log[-4000:]
     expected = {"resolved": "pass", "p2p skipped (the harness maintains it)": "pass", "no exit code recorded": "pass"}
     assert status == expected.get(case, "fail")  # the cases mean what they say
 
 
 def test_outcomes_and_reasons(pytest_family):
     _, task = pytest_family
-    status, reason, fields = harness.judge(task, task.grade, "", LOGS["f2p failed"])
-    assert (status, reason) == ("fail", f"FAIL_TO_PASS {F2P} failed")
-    assert fields["runner_exit_code"] == 1
-    assert fields["tests"] == {
+    judged = harness.judge(task, task.grade, "", LOGS["f2p failed"])
+    assert (judged.status, judged.reason) == ("fail", f"FAIL_TO_PASS {F2P} failed")
+    assert judged.runner_exit_code == 1
+    assert judged.tests == {
         F2P: "failed",
         P2P_ZERO: "passed",
         P2P_ID: "passed",
         P2P_MUL: "passed",
         P2P_NEW: "passed",
     }
-    _, reason, fields = harness.judge(task, task.grade, "", LOGS["p2p missing"])
-    assert reason == f"PASS_TO_PASS {P2P_NEW} missing" and fields["tests"][P2P_NEW] == "missing"
-    _, reason, _ = harness.judge(task, task.grade, "", LOGS["exit code contradicts a clean log"])
+    missing = harness.judge(task, task.grade, "", LOGS["p2p missing"])
+    assert missing.reason == f"PASS_TO_PASS {P2P_NEW} missing" and (missing.tests or {})[P2P_NEW] == "missing"
+    reason = harness.judge(task, task.grade, "", LOGS["exit code contradicts a clean log"]).reason
     assert reason == "not trusted: the test command exited 1 but its log records no failure"
-    _, reason, _ = harness.judge(task, task.grade, "", LOGS["patch apply failed"])
+    reason = harness.judge(task, task.grade, "", LOGS["patch apply failed"]).reason
     assert reason == "the harness log says a patch did not apply"
-    _, reason, _ = harness.judge(task, task.grade, "", LOGS["no markers"])
+    reason = harness.judge(task, task.grade, "", LOGS["no markers"]).reason
     assert reason.startswith("no test output markers in the log")
 
 
