@@ -1,10 +1,9 @@
 """Run progress: a state fed by the driver's events, shown as a rich Live panel or as plain log lines.
 
-The driver calls the display with ``(kind, **data)`` events (``launcher``, ``note``, ``plan``, ``started``,
-``rollout``, ``verdict``, ``infra``, ``early_stop``, ``tokens``, ``server_tokens``, ``selected``, ``tick``,
-``interrupted``, ``aborted``), all
-sent by the run's one ``Recorder`` (``agentbon.orchestrate.events``); the state
-keeps the counts and the display only renders them (docs/architecture.md, "Conventions in the code").
+The display is called with every event the run's one ``Recorder`` sends (``agentbon.orchestrate.events``: the
+plan, units started, rollouts and verdicts saved, infra failures, early stops, tokens, the server choice, ticks,
+interrupts) and matches on its class; the state keeps the counts and the display only renders them
+(docs/architecture.md, "Events: one recorder").
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -20,15 +19,16 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from agentbon.console import make_console
-
-if TYPE_CHECKING:
-    from agentbon.models.choice import Choice
+from agentbon.models.choice import Choice
+from agentbon.orchestrate import events as ev
 
 SLOW_AFTER_S = 300.0
 """The model server's rate is judged once the first unit has run this long (and the server's own count, where it
 exports one, spans at least ``RATE_SPAN_S``). Where the server exports no count (llama.cpp), the rate is that of the
 finished calls since the first unit started, and the first calls' long shared prompt comes first: on two AVX2 cores
-the demo's first two calls end after about three minutes, so judging at two minutes called a healthy server slow."""
+the demo's first two calls end after about three minutes, so judging at two minutes called a healthy server slow.
+Before any call has finished there is no rate at all (a loaded machine stretched the first calls past five minutes
+and "0.0 tokens/s" was a false alarm): then only ``SLOW_FACTOR`` times as long with nothing finished is slow."""
 RATE_SPAN_S = 45.0
 SLOW_FACTOR = 4.0
 """The server is called slow below 1/``SLOW_FACTOR`` of the rate expected of it on this machine."""
@@ -66,47 +66,47 @@ class ProgressState:
         """(time, completion tokens generated) as the server itself counts them: its first and latest reading."""
         self.slow_warned = False
 
-    def on(self, kind: str, **data: Any) -> None:
+    def on(self, event: ev.Event) -> None:
         """Fold one event into the counts."""
-        if kind == "plan":
-            self.tasks, self.n, self.planned = data["tasks"], data["n"], data["planned"]
-            self.verify_total = data["verify"]
-        elif kind == "started":
-            self.running[data["unit"]].add(data["rollout_id"])
-            self.first_start = self.first_start or self.clock()
-        elif kind in ("rollout", "cancelled"):
-            rid = data["rollout"].rollout_id if kind == "rollout" else data["rollout_id"]
-            self.running["rollout"].discard(rid)
-            self.rollouts_done += kind == "rollout"
-            if kind == "rollout" and data["rollout"].status != "infra_error":
-                self.verify_total += 1
-        elif kind == "verdict" and data["verdict"].role == "grade":
-            v = data["verdict"]
-            for flag in v.flag_kinds:
-                self.flagged.setdefault(flag, set()).add(v.rollout_id)
-            self.running["verify"].discard(v.rollout_id)
-            self.verified += 1
-            self.graded.add(v.task_id)
-            if v.status == "pass":
-                self.passed.add(v.task_id)
-        elif kind == "infra":
-            self.infra_errors += 1
-            self.running.get(data["unit"], set()).discard(data.get("rollout_id") or "")
-        elif kind == "early_stop":
-            self.not_run += data["rollouts_not_run"]
-            self.planned -= len(data["skipped"]) + len(data["cancelled"])
-            self.saved_s += data["est_sandbox_s_saved"]
-        elif kind == "tokens":
-            self.tokens += data["n"]
-            self.completion += data.get("completion", 0)
-        elif kind == "server_tokens":
-            self.server_counts = [*self.server_counts[:1], (self.clock(), data["generated"])]
-        elif kind == "launcher":
-            from agentbon.models.choice import Choice
-
-            self.launcher = Choice.model_validate(data)
-        elif kind in ("interrupted", "aborted"):
-            self.interrupted = True
+        match event:
+            case ev.PlanMade():
+                self.tasks, self.n, self.planned = event.tasks, event.n, event.planned
+                self.verify_total = event.verify
+            case ev.UnitStarted():
+                self.running[event.unit].add(event.rollout_id)
+                self.first_start = self.first_start or self.clock()
+            case ev.RolloutDone():
+                self.running["rollout"].discard(event.rollout.rollout_id)
+                self.rollouts_done += 1
+                if event.rollout.status != "infra_error":
+                    self.verify_total += 1
+            case ev.Cancelled():
+                self.running["rollout"].discard(event.rollout_id)
+            case ev.VerdictDone() if event.verdict.role == "grade":
+                v = event.verdict
+                for flag in v.flag_kinds:
+                    self.flagged.setdefault(flag, set()).add(v.rollout_id)
+                self.running["verify"].discard(v.rollout_id)
+                self.verified += 1
+                self.graded.add(v.task_id)
+                if v.status == "pass":
+                    self.passed.add(v.task_id)
+            case ev.Infra():
+                self.infra_errors += 1
+                self.running.get(event.unit, set()).discard(event.rollout_id or "")
+            case ev.EarlyStop():
+                self.not_run += event.rollouts_not_run
+                self.planned -= len(event.skipped) + len(event.cancelled)
+                self.saved_s += event.est_sandbox_s_saved
+            case ev.Tokens():
+                self.tokens += event.n
+                self.completion += event.completion
+            case ev.ServerTokens():
+                self.server_counts = [*self.server_counts[:1], (self.clock(), event.generated)]
+            case ev.LauncherChosen():
+                self.launcher = event
+            case ev.Interrupted() | ev.Aborted():
+                self.interrupted = True
 
     @property
     def elapsed(self) -> float:
@@ -140,6 +140,8 @@ class ProgressState:
         expected = chosen.figures.get(chosen.launcher) if chosen else None
         if chosen is None or self.slow_warned or not expected or self.first_start is None or self.clock() - self.first_start < SLOW_AFTER_S:
             return None
+        if not self.completion and not self.server_counts and self.clock() - self.first_start < SLOW_AFTER_S * SLOW_FACTOR:
+            return None  # no call has finished yet: no rate to judge, unless none finishes for far too long
         rate = self.live_rate()
         if rate is None or rate * SLOW_FACTOR >= expected:
             return None
@@ -176,13 +178,9 @@ class ProgressState:
         return line
 
 
-def _said(kind: str, data: dict[str, Any]) -> str:
-    """The line a ``launcher`` or ``note`` event prints."""
-    if kind == "note":
-        return str(data["message"])
-    from agentbon.models.choice import Choice
-
-    return Choice(**data).line()
+def _said(event: ev.Note | ev.LauncherChosen) -> str:
+    """The line a note or the server choice prints."""
+    return event.message if isinstance(event, ev.Note) else event.line()
 
 
 class LiveDisplay:
@@ -207,14 +205,15 @@ class LiveDisplay:
         head = f"[bold]agentbon[/] {s.run_id}  elapsed {_clock(s.elapsed)}  ETA {_clock(s.eta_s)}"
         return Group(head, table, s.status_line())
 
-    def __call__(self, kind: str, **data: Any) -> None:
-        self.state.on(kind, **data)
-        if kind == "warning":
-            self.live.console.print(f"[yellow]warning[/]: {data['message']}")
-        elif kind == "aborted":
-            self.live.console.print(f"[red]stopping[/]: {data['reason']}")
-        elif kind in ("launcher", "note"):
-            self.live.console.print(_said(kind, data))
+    def __call__(self, event: ev.Event) -> None:
+        self.state.on(event)
+        match event:
+            case ev.Warning():
+                self.live.console.print(f"[yellow]warning[/]: {event.message}")
+            case ev.Aborted():
+                self.live.console.print(f"[red]stopping[/]: {event.reason}")
+            case ev.LauncherChosen() | ev.Note():
+                self.live.console.print(_said(event))
         if (slow := self.state.slow_server()) is not None:
             self.live.console.print(f"[yellow]warning[/]: {slow}")
 
@@ -236,37 +235,38 @@ class PlainDisplay:
     def _say(self, text: str) -> None:
         print(f"[{_clock(self.state.elapsed)}] {text}", file=self.out, flush=True)
 
-    def __call__(self, kind: str, **data: Any) -> None:
-        self.state.on(kind, **data)
+    def __call__(self, event: ev.Event) -> None:
+        self.state.on(event)
         s = self.state
-        if kind == "plan":
-            self._say(f"plan: {data['tasks']} tasks x {data['n']}: {data['planned']} rollouts to run, "
-                      f"{data['finished']} already done, {data['verify']} to verify, {data['skipped']} skipped")
-        elif kind == "rollout":
-            r = data["rollout"]
-            self._say(f"rollout {r.rollout_id}: {r.status} ({r.exit_status}) {r.timings.wall_s:.1f}s "
-                      f"[{s.rollouts_done}/{s.planned}]")
-        elif kind == "verdict":
-            v = data["verdict"]
-            flags = f" [flagged: {', '.join(v.flag_kinds)}]" if v.flag_kinds else ""
-            self._say(f"verdict {v.rollout_id} {v.role}: {v.status}{flags} {v.reason}".rstrip())
-        elif kind == "infra":
-            self._say(f"infra error on {data['unit']} {data.get('rollout_id') or ''}: {data['error']}: {data['message']}")
-        elif kind == "early_stop":
-            self._say(f"early stop {data['task_id']}: {data['rollouts_not_run']} rollouts not run "
-                      f"(~{data['est_sandbox_s_saved']:.0f} sandbox-s saved)")
-        elif kind == "warning":
-            self._say(f"warning: {data['message']}")
-        elif kind in ("launcher", "note"):
-            self._say(_said(kind, data))
-        elif kind == "shipped":
-            self._say(f"carried to the cluster through Ray: {data['repos']} repositories "
-                      f"({data['repo_bytes'] / 2**20:.1f} MiB), verifier scripts and base recipe "
-                      f"({data['file_bytes'] / 2**10:.0f} KiB)")
-        elif kind == "interrupted":
-            self._say(f"interrupted: {data['pending']} units cancelled, sandboxes removed; run again to resume")
-        elif kind == "aborted":
-            self._say(f"stopped: {data['reason']}; {data['pending']} units cancelled; run again to resume")
+        match event:
+            case ev.PlanMade():
+                self._say(f"plan: {event.tasks} tasks x {event.n}: {event.planned} rollouts to run, "
+                          f"{event.finished} already done, {event.verify} to verify, {event.skipped} skipped")
+            case ev.RolloutDone():
+                r = event.rollout
+                self._say(f"rollout {r.rollout_id}: {r.status} ({r.exit_status}) {r.timings.wall_s:.1f}s "
+                          f"[{s.rollouts_done}/{s.planned}]")
+            case ev.VerdictDone():
+                v = event.verdict
+                flags = f" [flagged: {', '.join(v.flag_kinds)}]" if v.flag_kinds else ""
+                self._say(f"verdict {v.rollout_id} {v.role}: {v.status}{flags} {v.reason}".rstrip())
+            case ev.Infra():
+                self._say(f"infra error on {event.unit} {event.rollout_id or ''}: {event.error}: {event.message}")
+            case ev.EarlyStop():
+                self._say(f"early stop {event.task_id}: {event.rollouts_not_run} rollouts not run "
+                          f"(~{event.est_sandbox_s_saved:.0f} sandbox-s saved)")
+            case ev.Warning():
+                self._say(f"warning: {event.message}")
+            case ev.LauncherChosen() | ev.Note():
+                self._say(_said(event))
+            case ev.Shipped():
+                self._say(f"carried to the cluster through Ray: {event.repos} repositories "
+                          f"({event.repo_bytes / 2**20:.1f} MiB), verifier scripts and base recipe "
+                          f"({event.file_bytes / 2**10:.0f} KiB)")
+            case ev.Interrupted():
+                self._say(f"interrupted: {len(event.pending)} units cancelled, sandboxes removed; run again to resume")
+            case ev.Aborted():
+                self._say(f"stopped: {event.reason}; {len(event.pending)} units cancelled; run again to resume")
         if (slow := s.slow_server()) is not None:
             self._say(f"warning: {slow}")
         if time.time() - self._last >= self.every_s:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentbon.config import RunConfig
 from agentbon.orchestrate.cluster import connect, reap_everywhere, settle
@@ -19,6 +19,7 @@ from agentbon.orchestrate.events import (
     End,
     LauncherChosen,
     ModelStats,
+    Note,
     PlanMade,
     Recorder,
     Start,
@@ -28,10 +29,12 @@ from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.plan import ROLES, plan_run
 from agentbon.orchestrate.resume import check_resumable, check_task_changes, resolve_run_id
 from agentbon.orchestrate.selection_stage import SelectionStage
-from agentbon.orchestrate.verify_stage import kind_of
 from agentbon.preflight import require_preflight
 from agentbon.store import RunStore
 from agentbon.types import Task
+
+if TYPE_CHECKING:
+    from agentbon.report.schema import RunReport
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +107,7 @@ class RunResult:
     aborted: str | None = None
     """Why the driver stopped the run itself (infra errors in a row), or None."""
     wall_s: float = 0.0
-    report: dict | None = None
+    report: RunReport | None = None
     """The run's summary (``summary.json``), when the report was written."""
     report_error: str | None = None
     infra_left: InfraLeft = field(default_factory=lambda: InfraLeft())
@@ -123,14 +126,14 @@ def infra_left(store: RunStore, tasks: list[Task]) -> InfraLeft:
     for role in ROLES:
         for rid, v in store.verdicts(role).items():
             if v.status == "infra_error" and rid in rollouts and rollouts[rid].status != "infra_error":
-                kind = kind_of(v.reason)[0]
+                kind = v.error_kind or "VerifyInfra"
                 out.verdicts[kind] = out.verdicts.get(kind, 0) + 1
     for task_id, unprepared in store.prepare_failures().items():
         if task_id in ids:
             out.tasks[unprepared.error] = out.tasks.get(unprepared.error, 0) + 1
     for (task_id, _), unselected in store.selector_failures().items():
         if task_id in ids:
-            kind = kind_of(unselected.error)[0]
+            kind = unselected.error_kind
             out.selections[kind] = out.selections.get(kind, 0) + 1
     return out
 
@@ -152,8 +155,8 @@ def run_batch(
 
     # The model service decides which server it starts (and why: printed, then recorded once the store exists).
     choose = getattr(factories.server(config.model), "choose", None)
-    note = emit or (lambda *a, **k: None)
-    choice = choose(log=lambda msg: note("note", message=msg)) if choose else None
+    show: Display = emit or (lambda event: None)
+    choice = choose(log=lambda msg: show(Note(message=msg))) if choose else None
     model = config.model.model_copy(update={"launcher": choice.launcher}) if choice else config.model
     model = resolve_model(model)
     if judges(config) and model.launcher == "llama-cpp" and not model.urls():
@@ -169,7 +172,7 @@ def run_batch(
     t0 = time.time()
     with store.lock():
         check_resumable(store, config)
-        fresh = not store.config()  # no earlier driver of this run: none of its sandboxes can exist yet
+        fresh = store.config() is None  # no earlier driver of this run: none of its sandboxes can exist yet
         changes = check_task_changes(store, tasks, config)
         store.create(config.model_dump(mode="json"), tasks, replace=set(changes.redefined))
         if before_drive is not None:

@@ -30,7 +30,7 @@ from agentbon.orchestrate import shipping, workers
 from agentbon.orchestrate.budget import Allocator, TaskState
 from agentbon.orchestrate.cluster import Cluster, is_ctrl_c_handler
 from agentbon.orchestrate.early_stop import Saved
-from agentbon.orchestrate.events import Allocated, Recorder, ServerTokens, Shipped
+from agentbon.orchestrate.events import Allocated, Recorder, ServerTokens, Shipped, Tick
 from agentbon.orchestrate.factories import Factories
 from agentbon.orchestrate.faults import Failure, RetryBudget, classify, deadline_failure
 from agentbon.orchestrate.plan import ROLES, Plan, make_spec, roles_missing
@@ -138,10 +138,12 @@ class Driver:
                     self._take_results()
                     if self._stop_requested:
                         break
+                    wrong = self.state.miscounted()  # cheap next to a tick; a bug here would hang the run or misselect
+                    assert not wrong, f"the driver's books disagree with its units: {'; '.join(wrong[:3])}"
                     self.supervisor.poll()
                     self._poll_server()
                     self._select_ready()
-                    self.state.record.display("tick")
+                    self.state.record(Tick())
                     if self._too_many_infra_errors():
                         break
         except KeyboardInterrupt:

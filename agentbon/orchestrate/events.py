@@ -1,9 +1,10 @@
 """What a run says while it runs: typed events, written once through one ``Recorder`` to the store and the display.
 
 Each event is a frozen pydantic model with a ``kind``; the recorder appends the persistent ones to the run's
-event log (``events.jsonl``) and hands every one to the display as ``display(kind, **fields)``. Rollouts and
-verdicts go through the recorder too (their folders are written before the event that records them), so no
-part of the driver writes to the store and to the display separately. See docs/architecture.md.
+event log (``events.jsonl``) and hands every one to the display, which matches on its class (``agentbon.progress``).
+Rollouts and verdicts go through the recorder too (their folders are written before the event that records them), so
+no part of the driver writes to the store and to the display separately. The store reads the log back as the same
+classes (``RunStore.recorded``). See docs/architecture.md, "Events: one recorder".
 """
 
 from __future__ import annotations
@@ -11,16 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agentbon.models.choice import Choice
-from agentbon.types import Rollout, Selection, Verdict
+from agentbon.types import Rollout, Selection, Verdict, error_kind_of
 
 if TYPE_CHECKING:
     from agentbon.store import RunStore
 
-Display = Callable[..., None]
-"""What shows progress: called as ``display(kind, **fields)`` (``agentbon.progress``)."""
+Display = Callable[["Event"], None]
+"""What shows progress: called with every event (``agentbon.progress``)."""
 
 
 class Event(BaseModel):
@@ -30,14 +31,11 @@ class Event(BaseModel):
 
     kind: ClassVar[str] = ""
     persist: ClassVar[bool] = True
-    """False for events only the display needs (start of a unit, tokens, ticks)."""
+    """False for events only the display needs (start of a unit, tokens, ticks) and for those the store writes
+    itself (a rollout's, a verdict's)."""
 
     def fields(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
-
-    def display_fields(self) -> dict[str, Any]:
-        """What the display is given (the logged fields, unless an event shows less)."""
-        return self.fields()
 
     @classmethod
     def read(cls, line: dict[str, Any]) -> Self | None:
@@ -175,7 +173,18 @@ class SelectorError(Event):
     task_id: str
     selector: str
     error: str
+    """``Kind: message``."""
+    error_kind: str = ""
+    """The failure's kind (``ConnectionError``, ``CriticError``...): the head of ``error`` in logs written before it
+    was recorded apart."""
     infra: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_of_older(cls, data: object) -> object:
+        if isinstance(data, dict) and not data.get("error_kind") and "error" in data:
+            return {**data, "error_kind": error_kind_of(str(data["error"]))}
+        return data
 
 
 class Warning(Event):  # noqa: A001 - the event's name in the log
@@ -204,9 +213,6 @@ class Interrupted(Event):
     kind: ClassVar[str] = "interrupted"
     pending: list[str] = Field(default_factory=list)
 
-    def display_fields(self) -> dict[str, Any]:
-        return {"pending": len(self.pending)}
-
 
 class Aborted(Event):
     """The driver stopped the run itself (infra errors in a row): resumable, like an interrupt."""
@@ -215,15 +221,43 @@ class Aborted(Event):
     reason: str
     pending: list[str] = Field(default_factory=list)
 
-    def display_fields(self) -> dict[str, Any]:
-        return {"reason": self.reason, "pending": len(self.pending)}
-
 
 class End(Event):
     kind: ClassVar[str] = "end"
     interrupted: bool
     wall_s: float
     aborted: str | None = None
+
+
+class Note(Event):
+    """A line for the user before the run's store exists (the server choice's progress)."""
+
+    kind: ClassVar[str] = "note"
+    persist: ClassVar[bool] = False
+    message: str
+
+
+class Tick(Event):
+    """One turn of the driver's loop: lets the display judge the server's rate and print its periodic line."""
+
+    kind: ClassVar[str] = "tick"
+    persist: ClassVar[bool] = False
+
+
+class RolloutDone(Event):
+    """A rollout's record, saved (``RunStore.save_rollout`` logs it as a ``rollout`` event)."""
+
+    kind: ClassVar[str] = "rollout"
+    persist: ClassVar[bool] = False
+    rollout: Rollout
+
+
+class VerdictDone(Event):
+    """A verdict, saved (``RunStore.save_verdict`` logs it as a ``verdict`` event)."""
+
+    kind: ClassVar[str] = "verdict"
+    persist: ClassVar[bool] = False
+    verdict: Verdict
 
 
 class LauncherChosen(Event, Choice):
@@ -234,8 +268,27 @@ class LauncherChosen(Event, Choice):
 
 
 class ModelStats(Event):
+    """The serving side's figures at the end of an invocation (``ModelService.stats``): the report's ``serving``.
+
+    The fields the report reads are named; the rest (router counts, endpoints) are kept as they came."""
+
     model_config = ConfigDict(frozen=True, extra="allow")
     kind: ClassVar[str] = "model_stats"
+    launcher: str | None = None
+    """The launcher that started the server; None for endpoints given."""
+    start_s: float | None = None
+    """Seconds the server or engines took to start."""
+    source: str | None = None
+    """Where the cache figures come from: ``metrics`` (the servers' ``/metrics``) or ``engines`` (engine actors)."""
+    prefix_cache_queries: int | None = None
+    prefix_cache_hits: int | None = None
+    gpu_s: float | None = None
+    """Engine actors: busy seconds x GPUs over the invocation."""
+    gpu_held_s: float | None = None
+    engine_busy_s: float | None = None
+    per_engine: list[dict[str, Any]] = Field(default_factory=list)
+    error: str | None = None
+    """Why the figures could not be read (they are figures only: the run goes on)."""
 
 
 class Recorder:
@@ -243,23 +296,22 @@ class Recorder:
 
     def __init__(self, store: RunStore, display: Display | None = None):
         self.store = store
-        self.display: Display = display or (lambda *a, **k: None)
+        self.display: Display = display or (lambda event: None)
 
     def __call__(self, event: Event) -> None:
-        fields = event.fields()
         if event.persist:
-            self.store.append(event.kind, **fields)
-        self.display(event.kind, **event.display_fields())
+            self.store.append(event.kind, **event.fields())
+        self.display(event)
 
     def rollout(self, rollout: Rollout, messages: list[dict[str, Any]]) -> None:
         """Save a rollout (its folder, then its event) and show it."""
         self.store.save_rollout(rollout, messages)
-        self.display("rollout", rollout=rollout)
+        self.display(RolloutDone(rollout=rollout))
 
     def verdict(self, verdict: Verdict) -> None:
         """Save a verdict and show it."""
         self.store.save_verdict(verdict)
-        self.display("verdict", verdict=verdict)
+        self.display(VerdictDone(verdict=verdict))
 
     def selection(self, selection: Selection) -> None:
         self.store.save_selection(selection)

@@ -9,25 +9,33 @@ the run exits 3, and a resume selects it again (docs/failure-taxonomy.md, "Selec
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from agentbon.config import RunConfig
 from agentbon.errors import ConfigError
+from agentbon.orchestrate.events import Recorder, Selected, SelectorError
 from agentbon.orchestrate.faults import classify
-from agentbon.protocols import Candidate
-from agentbon.types import Rollout, Selection, Task, Verdict
+from agentbon.protocols import Candidate, Selector
+from agentbon.types import Role, Rollout, Selection, Task, Verdict
+
+if TYPE_CHECKING:
+    from agentbon.orchestrate.state import TaskBook
+    from agentbon.store import RunStore
+
+SelectorFactory = Callable[[str, RunConfig, "RunStore | None"], Selector]
 
 
 class SelectionStage:
     """Builds each configured selector once and runs them all on a task's candidates."""
 
-    def __init__(self, config: RunConfig, factory: Any, store: Any = None):
+    def __init__(self, config: RunConfig, factory: SelectorFactory, store: RunStore | None = None):
         self.config, self.store = config, store
         self._factory = factory
-        self._selectors: dict[str, Any] = {}
-        self.errors: list[dict[str, Any]] = []
+        self._selectors: dict[str, Selector] = {}
+        self.errors: list[SelectorError] = []
 
-    def _selector(self, name: str) -> Any:
+    def _selector(self, name: str) -> Selector:
         if name not in self._selectors:
             self._selectors[name] = self._factory(name, self.config, self.store)
         return self._selectors[name]
@@ -55,23 +63,21 @@ class SelectionStage:
                 selection = self._selector(name).select(task, candidates)
             except Exception as e:  # a failing selector (critic down, a bug) is recorded, the others still run
                 failure = classify(e, place="select")
-                self.errors.append({
-                    "task_id": task.task_id, "selector": name, "error": f"{failure.kind}: {failure.message}",
-                    "infra": failure.infra,
-                })  # fmt: skip
+                error = f"{failure.kind}: {failure.message}"
+                self.errors.append(SelectorError(
+                    task_id=task.task_id, selector=name, error=error, error_kind=failure.kind, infra=failure.infra
+                ))  # fmt: skip
                 continue
             out.append(selection)
         return out
 
-    def select_task(self, book: Any, verdicts: dict[Any, dict[str, Verdict]], record: Any) -> None:
-        """Select one task that has nothing open; record its selections and any selector errors (``Recorder``)."""
-        from agentbon.orchestrate.events import Selected, SelectorError
-
+    def select_task(self, book: TaskBook, verdicts: dict[Role, dict[str, Verdict]], record: Recorder) -> None:
+        """Select one task that has nothing open; record its selections and any selector errors."""
         task = book.task
         for selection in self.run(task, list(book.finished.values()), verdicts["evidence"], verdicts["grade"]):
             record.selection(selection)
         for error in self.errors:
-            record(SelectorError(**error))
+            record(error)
         self.errors.clear()
         book.changed = False
         record(Selected(task_id=task.task_id))

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentbon.types import Role, Rollout, RolloutSpec, Task, Verdict, patch_hash
+
+if TYPE_CHECKING:
+    from agentbon.config import RunConfig
+    from agentbon.orchestrate.events import Recorder
+    from agentbon.orchestrate.factories import Factories
+    from agentbon.orchestrate.faults import RetryBudget
+    from agentbon.store import RunStore
 
 UnitKind = Literal["prepare", "rollout", "verify"]
 
@@ -137,18 +144,17 @@ class RunState:
     stages mixed into one class: each stage's reads and writes are visible in its signature.
     """
 
-    config: Any
-    """The run's ``RunConfig``."""
-    store: Any
-    """The ``RunStore`` (read only here: writes go through ``record``)."""
-    record: Any
-    """The ``Recorder``: the one writer of events, rollouts and verdicts."""
-    factories: Any
+    config: RunConfig
+    store: RunStore
+    """Read only here: writes go through ``record``."""
+    record: Recorder
+    """The one writer of events, rollouts and verdicts."""
+    factories: Factories
     books: dict[str, TaskBook]
     verdicts: dict[Role, dict[str, Verdict]]
     cache: VerdictCache
-    retry: Any
-    """The ``RetryBudget`` of infra failures."""
+    retry: RetryBudget
+    """Of infra failures."""
     inflight: Inflight = field(default_factory=dict)
     verify_queue: deque[tuple[Rollout, list[Role], int]] = field(default_factory=deque)
     verify_delayed: list[tuple[float, Rollout, list[Role], int]] = field(default_factory=list)
@@ -175,3 +181,20 @@ class RunState:
     def count(self, kind: UnitKind) -> int:
         """Units of one kind in flight."""
         return sum(1 for u in self.inflight.values() if u.kind == kind)
+
+    def miscounted(self) -> list[str]:
+        """The tasks whose books disagree with the units and queues they count (``running``: rollout units in
+        flight; ``verifying``: verifications queued, waiting for a back-off or for an identical patch's verdict, or in
+        flight; ``preparing``: a prepare unit in flight). Empty unless the driver's bookkeeping has a bug, which would
+        leave a task open forever or select it before its candidates are verified."""
+        units = Counter((u.kind, u.task_id) for u in self.inflight.values())
+        verifying = Counter(r.task_id for r, _, _ in self.verify_queue)
+        verifying.update(r.task_id for _, r, _, _ in self.verify_delayed)
+        verifying.update(r.task_id for waiters in self.cache.waiting.values() for r, _ in waiters)
+        wrong = []
+        for task_id, book in self.books.items():
+            counted = (units["rollout", task_id], verifying[task_id] + units["verify", task_id], units["prepare", task_id])
+            if (book.running, book.verifying, int(book.preparing)) != counted:
+                wrong.append(f"{task_id}: running/verifying/preparing {book.running}/{book.verifying}/"
+                             f"{int(book.preparing)}, units and queues {counted[0]}/{counted[1]}/{counted[2]}")  # fmt: skip
+        return wrong

@@ -14,9 +14,9 @@ from agentbon.config import ModelConfig
 from agentbon.errors import ConfigError, ServerFailure
 from agentbon.models import make_model
 from agentbon.models.actors import PoolModels, engine_kwargs, engine_python, pool_cache_stats
-from agentbon.models.fake_vllm import FakeEngineActor, FakeLLM, FakePoolService, FakeSamplingParams
 from agentbon.models.router import EnginePool
 from agentbon.models.vllm_engine import BatchingEngine
+from agentbon.testing.vllm import FakeEngineActor, FakeLLM, FakePoolService, FakeSamplingParams
 
 ACTORS = ModelConfig(launcher="vllm-actors", name="fake-model")
 
@@ -126,6 +126,7 @@ def test_batch_on_an_engine_pool_keeps_tasks_home_and_records_the_hit_rate(tmp_p
     from orch_support import config, fakes, make_tasks
 
     from agentbon.orchestrate import run_batch
+    from agentbon.orchestrate.events import ModelStats
     from agentbon.orchestrate.factories import default_model
     from agentbon.store import RunStore
 
@@ -138,10 +139,10 @@ def test_batch_on_an_engine_pool_keeps_tasks_home_and_records_the_hit_rate(tmp_p
     assert sorted(rollouts) == ["a/0", "a/1", "a/2", "b/0", "b/1", "b/2"]
     assert all(r.status == "submitted" for r in rollouts.values()), [r.error for r in rollouts.values()]
     assert sum(r.usage.cached_tokens for r in rollouts.values()) > 0  # engine counts reach Rollout.usage
-    [stats] = store.events_of("model_stats")
-    assert stats["launcher"] == "vllm-actors" and stats["source"] == "engines"
-    assert stats["home"] == 6 and stats["spills"] == 0 and stats["requests"] == 6
-    assert 0 < stats["prefix_cache_hit_rate"] < 1
+    [stats] = store.recorded(ModelStats)
+    assert stats.launcher == "vllm-actors" and stats.source == "engines"
+    assert stats.home == 6 and stats.spills == 0 and stats.requests == 6
+    assert 0 < stats.prefix_cache_hit_rate < 1
 
 
 @pytest.mark.ray

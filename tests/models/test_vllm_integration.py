@@ -19,6 +19,7 @@ import pytest
 from agentbon.config import load_config
 from agentbon.models.vllm_server import VENV_PYTHON, default_hf_dir
 from agentbon.orchestrate import run_batch
+from agentbon.orchestrate.events import ModelStats
 from agentbon.store import RunStore
 from agentbon.tasks import load_suite
 
@@ -111,13 +112,13 @@ def best_of_4(tmp_path: Path, launcher: str) -> tuple[RunStore, dict]:
         result = run_batch(tasks, config)
     store = RunStore(result.path)
     rollouts = list(store.rollouts().values())
-    [stats] = store.events_of("model_stats")
+    [stats] = store.recorded(ModelStats)
     starts = [r.timings.started_at for r in rollouts]
     ends = [r.timings.started_at + r.timings.wall_s for r in rollouts]
     completion = sum(r.usage.completion_tokens for r in rollouts)
     figures = {
         "launcher": launcher,
-        "engine_start_s": stats.get("start_s"),
+        "engine_start_s": stats.start_s,
         "batch_wall_s": round(time.monotonic() - t0, 1),
         "rollouts_span_s": round(max(ends) - min(starts), 1),
         "completion_tokens": completion,
@@ -125,7 +126,7 @@ def best_of_4(tmp_path: Path, launcher: str) -> tuple[RunStore, dict]:
         # The rollouts ask at about the same time, so the longest model wait is the batch's generation time.
         "completion_tok_per_s": round(completion / max(r.timings.model_s for r in rollouts), 1),
         "peak_rss_gib": round(rss.peak / 2**30, 2),
-        "prefix_cache_hit_rate": stats.get("prefix_cache_hit_rate"),
+        "prefix_cache_hit_rate": stats.fields().get("prefix_cache_hit_rate"),
         "statuses": sorted(r.status for r in rollouts),
     }
     print(f"\nvLLM figures: {figures}")
@@ -141,9 +142,9 @@ def check(store: RunStore, figures: dict) -> None:
     assert all(r.usage.calls >= 1 and r.usage.completion_tokens > 0 for r in rollouts.values())
     grade = store.verdicts("grade")
     assert set(grade) == set(rollouts) and all(v.status in ("pass", "fail") for v in grade.values())
-    [stats] = store.events_of("model_stats")
+    [stats] = store.recorded(ModelStats)
     # Four rollouts of one task send the same prompt: all but the first find it in the prefix cache.
-    assert stats["prefix_cache_hit_rate"] > 0, stats
+    assert stats.prefix_cache_hit_rate > 0, stats
     assert sum(r.usage.cached_tokens for r in rollouts.values()) > 0  # cached counts reach Rollout.usage
     summary = (store.path / "summary.json").read_text()
     assert '"prefix_cache_hit_rate"' in summary
@@ -152,11 +153,11 @@ def check(store: RunStore, figures: dict) -> None:
 def test_best_of_4_through_the_vllm_server(tmp_path: Path) -> None:
     store, figures = best_of_4(tmp_path, "vllm")
     check(store, figures)
-    assert store.events_of("model_stats")[0]["source"] == "metrics"
+    assert store.recorded(ModelStats)[0].source == "metrics"
 
 
 def test_best_of_4_through_vllm_engine_actors(tmp_path: Path) -> None:
     store, figures = best_of_4(tmp_path, "vllm-actors")
     check(store, figures)
-    stats = store.events_of("model_stats")[0]
-    assert stats["source"] == "engines" and stats["home"] >= 4 and stats["spills"] == 0  # all on the task's engine
+    stats = store.recorded(ModelStats)[0]
+    assert stats.source == "engines" and stats.home >= 4 and stats.spills == 0  # all on the task's engine

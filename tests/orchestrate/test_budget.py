@@ -12,6 +12,7 @@ from agentbon.errors import ConfigError
 from agentbon.orchestrate import run_batch
 from agentbon.orchestrate.budget import Allocator, TaskState, replay
 from agentbon.orchestrate.driver import budget_states
+from agentbon.orchestrate.events import Allocated
 from agentbon.orchestrate.plan import make_spec
 from agentbon.orchestrate.state import TaskBook
 from agentbon.report import build_summary
@@ -134,9 +135,9 @@ def test_a_run_under_a_budget_spends_it_on_the_unsolved_and_reports_it(tmp_path:
     assert per_task["a"] == [0, 1]  # solved by its first allotment: nothing more
     assert len(per_task["b"]) + len(per_task["c"]) == 12 and sum(map(len, per_task.values())) == 14
     assert per_task["b"] == list(range(len(per_task["b"])))  # indices given in order
-    allocated = store.events_of("allocated")
-    assert len(allocated) == 8 and {e["task_id"] for e in allocated} == {"b", "c"}
-    assert [e["left"] for e in allocated] == list(range(7, -1, -1)) and all(e["reason"] for e in allocated)
+    allocated = store.recorded(Allocated)
+    assert len(allocated) == 8 and {e.task_id for e in allocated} == {"b", "c"}
+    assert [e.left for e in allocated] == list(range(7, -1, -1)) and all(e.reason for e in allocated)
     s = build_summary(store)
     b = s["budget"]
     assert (b["rollouts"], b["spent"], b["first"], b["decisions"]) == (14, 14, 2, 8)
@@ -144,7 +145,7 @@ def test_a_run_under_a_budget_spends_it_on_the_unsolved_and_reports_it(tmp_path:
     assert b["solved"] == (2 if 5 in per_task["b"] else 1) and b["solved_first"] == 1
     assert all(row["curve_n"] == 2 for row in s["per_task"])  # the curves use the first allotments only
     again = run_batch(tasks, cfg, factories=f)  # resumed: the budget is spent, nothing more runs
-    assert again.planned == 0 and len(RunStore(result.path).events_of("allocated")) == 8
+    assert again.planned == 0 and len(RunStore(result.path).recorded(Allocated)) == 8
 
 
 @pytest.mark.ray
@@ -156,7 +157,7 @@ def test_a_run_gives_the_rest_to_passed_tasks_whose_evidence_is_not_their_grade(
     store = RunStore(result.path)
     per_task = {t.task_id: sorted(r.index for r in store.rollouts().values() if r.task_id == t.task_id) for t in tasks}
     assert per_task == {"bug": [0, 1, 2, 3], "never": [0, 1, 2, 3], "mig": [0, 1]}  # 10 of 12: nothing else can run
-    reasons = {e["task_id"]: e["reason"] for e in store.events_of("allocated")}
+    reasons = {e.task_id: e.reason for e in store.recorded(Allocated)}
     assert reasons["bug"].startswith("1 verified pass(es)") and reasons["never"].startswith("no verified pass")
 
 

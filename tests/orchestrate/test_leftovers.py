@@ -9,7 +9,7 @@ from pathlib import Path
 from orch_support import config, fakes
 
 from agentbon.orchestrate.batch import _check_nothing_left
-from agentbon.orchestrate.events import Recorder
+from agentbon.orchestrate.events import Recorder, Warning
 from agentbon.store import RunStore
 from agentbon.testing import FakeBackend
 
@@ -29,7 +29,7 @@ def test_a_sandbox_that_outlived_the_reap_is_removed_and_the_run_says_so(tmp_pat
     store.create({}, [])
     _check_nothing_left(config(tmp_path, run_id="r"), fakes(tmp_path), "r", Recorder(store, None))
     assert not ours.exists() and other.exists()  # only this run's
-    warnings = [e["message"] for e in store.events_of("warning")]
+    warnings = [e.message for e in store.recorded(Warning)]
     assert warnings == [
         "1 sandbox(es) of this run were still on this machine after the end-of-run reap; removed now "
         "(docs/sandboxes.md, 'Warm sandboxes')"
@@ -41,4 +41,4 @@ def test_nothing_left_records_nothing(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs" / "r")
     store.create({}, [])
     _check_nothing_left(config(tmp_path, run_id="r"), fakes(tmp_path), "r", Recorder(store, None))
-    assert store.events_of("warning") == []
+    assert store.recorded(Warning) == []

@@ -15,6 +15,7 @@ import pytest
 from orch_support import config, fakes, make_tasks
 
 from agentbon.orchestrate import run_batch
+from agentbon.orchestrate.events import Infra, PrepareFailed, SelectorError
 from agentbon.store import RunStore
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_session")]
@@ -31,7 +32,7 @@ def test_a_sandbox_that_fails_to_open_is_infra_retried_not_a_model_failure(tmp_p
     store = RunStore(result.path)
     r = store.rollouts()["a/0"]
     assert (r.status, r.attempt) == ("submitted", 2)  # retried: the scripted outcome, not agent_error on attempt 1
-    assert [(e["unit"], e["error"], e["retry"]) for e in store.events_of("infra")] == [("rollout", KINDS[error], True)]
+    assert [(e.unit, e.error, e.retry) for e in store.recorded(Infra)] == [("rollout", KINDS[error], True)]
     assert store.verdicts("grade")["a/0"].status == "pass" and result.infra_left.total == 0
 
 
@@ -42,8 +43,8 @@ def test_a_preparation_that_fails_once_is_infra_retried_and_every_rollout_runs(t
     result = run_batch(tasks, config(tmp_path, "infra_retries=1", n=3, run_id="r"), factories=f)
     store = RunStore(result.path)
     assert {rid: r.status for rid, r in store.rollouts().items()} == {f"a/{i}": "submitted" for i in range(3)}
-    assert [(e["unit"], e["error"], e["retry"]) for e in store.events_of("infra")] == [("prepare", KINDS[error], True)]
-    assert store.events_of("prepare_failed") == [] and result.infra_left.total == 0
+    assert [(e.unit, e.error, e.retry) for e in store.recorded(Infra)] == [("prepare", KINDS[error], True)]
+    assert store.recorded(PrepareFailed) == [] and result.infra_left.total == 0
 
 
 def test_a_task_whose_repository_is_broken_records_one_task_failure_not_n_model_failures(tmp_path: Path) -> None:
@@ -56,11 +57,11 @@ def test_a_task_whose_repository_is_broken_records_one_task_failure_not_n_model_
     result = run_batch(tasks, cfg, factories=fakes(tmp_path, {"a/0": "FIX"}))
     store = RunStore(result.path)
     assert sorted(store.rollouts()) == ["a/0", "a/1", "a/2"]  # none of b's: not 3 model failures, not 3 records
-    failed = store.events_of("prepare_failed")
-    assert [(e["task_id"], e["error"], e["attempts"], e["rollouts"]) for e in failed] == [
+    failed = store.recorded(PrepareFailed)
+    assert [(e.task_id, e.error, e.attempts, e.rollouts) for e in failed] == [
         ("b", "CalledProcessError", 2, 3)
     ]
-    assert [(e["unit"], e["retry"]) for e in store.events_of("infra")] == [("prepare", True), ("prepare", False)]
+    assert [(e.unit, e.retry) for e in store.recorded(Infra)] == [("prepare", True), ("prepare", False)]
     assert result.infra_left.tasks == {"CalledProcessError": 1} and result.infra_left.total == 1  # exit 3
     assert "1 task not prepared (CalledProcessError 1)" in result.infra_left.describe()
     report = build_report(store).to_dict()
@@ -97,9 +98,9 @@ def test_a_judge_that_fails_on_infrastructure_leaves_the_task_out_until_a_resume
     cfg = config(tmp_path, "select.selectors=[first, critic, oracle]", n=2, run_id="r")
     result = run_batch(tasks, cfg, factories=fakes(tmp_path, table, judge_down=down))
     store = RunStore(result.path)
-    [error] = store.events_of("selector_error")
-    assert (error["task_id"], error["selector"], error["infra"]) == ("a", "critic", True)
-    assert error["error"].startswith("ServerFailure: ")
+    [error] = store.recorded(SelectorError)
+    assert (error.task_id, error.selector, error.infra) == ("a", "critic", True)
+    assert error.error.startswith("ServerFailure: ")
     chosen = {(s.task_id, s.selector) for s in store.selections()}
     assert ("a", "critic") not in chosen and {("a", "first"), ("b", "critic")} <= chosen
     assert result.infra_left.selections == {"ServerFailure": 1} and result.infra_left.total == 1  # exit 3
@@ -107,7 +108,7 @@ def test_a_judge_that_fails_on_infrastructure_leaves_the_task_out_until_a_resume
 
     report = build_report(store).to_dict()
     critic, first = report["metrics"]["selectors"]["critic"], report["metrics"]["selectors"]["first"]
-    assert critic["tasks_left_out"] == {"a": error["error"]} and first["tasks_left_out"] == {}
+    assert critic["tasks_left_out"] == {"a": error.error} and first["tasks_left_out"] == {}
     ks = report["ks"]
     # The critic's curves are over b alone (a left out, never scored 0); the other selectors' over both tasks.
     assert critic["selected"]["mean"] == pytest.approx([tied_pick_at_k(2, 1, k) for k in ks])

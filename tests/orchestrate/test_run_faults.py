@@ -11,6 +11,7 @@ from orch_support import config, fakes, make_tasks
 
 from agentbon.errors import ConfigError
 from agentbon.orchestrate import run_batch
+from agentbon.orchestrate.events import Aborted, EarlyStop, End, Infra, Warning
 from agentbon.store import RunStore
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_session")]
@@ -26,7 +27,7 @@ def test_infra_failures_are_retried_left_out_and_run_again_on_resume(tmp_path: P
     store = RunStore(result.path)
     r = store.rollouts()["a/0"]
     assert (r.status, r.exit_status, r.attempt) == ("infra_error", kind, 2)
-    assert [(e["attempt"], e["retry"]) for e in store.events_of("infra")] == [(1, True), (2, False)]
+    assert [(e.attempt, e.retry) for e in store.recorded(Infra)] == [(1, True), (2, False)]
     assert "a/0" not in store.verdicts("grade")  # not a candidate: never counted in n
     assert result.infra_left.rollouts == {kind: 1} and result.infra_left.total == 1
     again = run_batch(tasks, config(tmp_path, "infra_retries=1", n=2, run_id="r"),
@@ -41,7 +42,7 @@ def test_a_conversation_too_long_is_the_models_outcome_counted_once(tmp_path: Pa
     store = RunStore(result.path)
     r = store.rollouts()["a/0"]
     assert (r.status, r.attempt) == ("token_limit", 1)
-    assert store.events_of("infra") == [] and result.infra_left.total == 0
+    assert store.recorded(Infra) == [] and result.infra_left.total == 0
     assert store.verdicts("grade")["a/0"].status == "fail"
 
 
@@ -69,7 +70,7 @@ def test_resume_refuses_tasks_redefined_since_the_run_started(tmp_path: Path) ->
     more = run_batch(changed, config(tmp_path, "accept_task_changes=true", n=2, run_id="r"), factories=fakes(tmp_path))
     assert more.planned == 2
     assert {t.task_id: t.problem_statement for t in store.tasks()}["a"] == "something else"
-    assert [e["message"] for e in store.events_of("warning")] == ["resumed with 1 redefined task(s): a"]
+    assert [e.message for e in store.recorded(Warning)] == ["resumed with 1 redefined task(s): a"]
 
 
 def test_a_resume_without_some_tasks_reports_the_tasks_it_ran_and_keeps_the_others(tmp_path: Path) -> None:
@@ -80,7 +81,7 @@ def test_a_resume_without_some_tasks_reports_the_tasks_it_ran_and_keeps_the_othe
     fewer = run_batch(tasks[:2], config(tmp_path, n=1, run_id="r"), factories=fakes(tmp_path))
     store = RunStore(fewer.path)
     assert fewer.planned == 0 and load_run(store).task_ids == ["a", "b"]
-    assert [e["message"] for e in store.events_of("warning")] == [
+    assert [e.message for e in store.recorded(Warning)] == [
         "resumed without 1 task(s) of this run, left out of its report (their records stay; a resume with them "
         "brings them back): c"
     ]
@@ -103,11 +104,11 @@ def test_early_stop_keeps_the_fixed_part_of_every_task(tmp_path: Path) -> None:
     f = fakes(tmp_path, {"m/0": "FIX"}, default="nope sleep:1")
     result = run_batch(tasks, config(tmp_path, "early_stop_fixed=3", "concurrency=2", n=8, run_id="r"), factories=f)
     store = RunStore(result.path)
-    stop = store.events_of("early_stop")
-    assert [(e["task_id"], e["fixed"]) for e in stop] == [("m", 3)]
+    stop = store.recorded(EarlyStop)
+    assert [(e.task_id, e.fixed) for e in stop] == [("m", 3)]
     recorded = set(store.rollouts())
     assert {"m/0", "m/1", "m/2"} <= recorded  # the fixed part ran to the end
-    not_run = set(stop[0]["skipped"]) | set(stop[0]["cancelled"])
+    not_run = set(stop[0].skipped) | set(stop[0].cancelled)
     assert not_run and not_run.isdisjoint(recorded) and not_run.isdisjoint({"m/0", "m/1", "m/2"})
     assert recorded | not_run == {f"m/{i}" for i in range(8)}
 
@@ -118,7 +119,7 @@ def test_a_server_that_stays_down_stops_the_run_instead_of_burning_the_batch(tmp
     result = run_batch(tasks, cfg, factories=fakes(tmp_path, default="model-404"))
     store = RunStore(result.path)
     assert result.aborted and "units in a row failed on infrastructure" in result.aborted
-    assert len(store.events_of("aborted")) == 1 and store.events_of("end")[-1]["aborted"] == result.aborted
+    assert len(store.recorded(Aborted)) == 1 and store.recorded(End)[-1].aborted == result.aborted
     assert len(store.rollouts()) < 12  # the rest were never started
     again = run_batch(tasks, config(tmp_path, "infra_retries=0", n=4, run_id="r"), factories=fakes(tmp_path))
     assert again.aborted is None and again.infra_left.total == 0
@@ -130,11 +131,13 @@ def test_infra_retries_wait_for_their_back_off(tmp_path: Path) -> None:
     f = fakes(tmp_path, {"a/0": "FIX"}, fail_open={"a/0": 2})
     result = run_batch(tasks, config(tmp_path, "infra_retries=2", "infra_backoff_s=0.5", n=1, run_id="r"), factories=f)
     store = RunStore(result.path)
-    infra = store.events_of("infra")
-    assert store.rollouts()["a/0"].attempt == 3 and [e["attempt"] for e in infra] == [1, 2]
-    # The second attempt started at least 0.5 s after the first failed; the third 1 s after the second.
-    starts = [r["record"]["timings"]["started_at"] for r in store.events_of("rollout")]
-    assert infra[1]["ts"] - infra[0]["ts"] >= 0.5 and starts[-1] - infra[1]["ts"] >= 1.0
+    infra = store.recorded(Infra)
+    assert store.rollouts()["a/0"].attempt == 3 and [e.attempt for e in infra] == [1, 2]
+    # The second attempt started at least 0.5 s after the first failed; the third 1 s after the second. When each
+    # failure was recorded is the log line's time stamp, not a field of the event: read from the raw log.
+    failed_at = [e["ts"] for e in store.events(Infra.kind)]
+    starts = [r["record"]["timings"]["started_at"] for r in store.events("rollout")]
+    assert failed_at[1] - failed_at[0] >= 0.5 and starts[-1] - failed_at[1] >= 1.0
 
 
 def test_a_rollout_that_took_its_whole_deadline_is_verified_on_resume(tmp_path: Path) -> None:
@@ -170,6 +173,6 @@ def test_a_verification_past_its_own_budget_is_retried(tmp_path: Path, monkeypat
     tasks = make_tasks(tmp_path, ["a"], migration=True)  # evidence is the grade: one verification per attempt
     slow = dataclasses.replace(fakes(tmp_path, {"a/0": "FIX"}), verifier=functools.partial(FakeVerifier, delay_s=2.0))
     result = run_batch(tasks, config(tmp_path, "infra_retries=1", "infra_backoff_s=0", n=1, run_id="r"), factories=slow)
-    infra = [(e["unit"], e["error"], e["attempt"], e["retry"]) for e in RunStore(result.path).events_of("infra")]
+    infra = [(e.unit, e.error, e.attempt, e.retry) for e in RunStore(result.path).recorded(Infra)]
     assert infra == [("verify", "RolloutDeadline", 1, True), ("verify", "RolloutDeadline", 2, False)]
     assert result.infra_left.verdicts == {"RolloutDeadline": 2}

@@ -8,6 +8,7 @@ import pytest
 from orch_support import config, fakes, make_tasks
 
 from agentbon.orchestrate import derive_seed, run_batch
+from agentbon.orchestrate.events import EarlyStop, Infra, LauncherChosen, ServerRestart
 from agentbon.store import RunStore
 from agentbon.testing import FakeBackend
 
@@ -86,8 +87,8 @@ def test_infra_errors_are_retried_within_the_bound_and_recorded(tmp_path: Path) 
     rollouts = store.rollouts()
     assert (rollouts["a/0"].status, rollouts["a/0"].attempt) == ("submitted", 2)
     assert (rollouts["a/1"].status, rollouts["a/1"].exit_status, rollouts["a/1"].attempt) == ("infra_error", "SandboxGone", 3)
-    infra = store.events_of("infra")
-    assert sorted((e["rollout_id"], e["attempt"], e["error"]) for e in infra) == [
+    infra = store.recorded(Infra)
+    assert sorted((e.rollout_id, e.attempt, e.error) for e in infra) == [
         ("a/0", 1, "SandboxGone"), ("a/1", 1, "SandboxGone"), ("a/1", 2, "SandboxGone"), ("a/1", 3, "SandboxGone"),
     ]
     assert (result.path / "a/1/logs/rollout-attempt1.txt").read_text().count("SandboxGone") >= 1
@@ -100,7 +101,7 @@ def test_model_failures_are_never_retried(tmp_path: Path) -> None:
     store = RunStore(result.path)
     r = store.rollouts()["a/0"]
     assert (r.status, r.exit_status, r.attempt) == ("agent_error", "ValueError", 1)
-    assert store.events_of("infra") == []
+    assert store.recorded(Infra) == []
     assert store.rollouts()["a/1"].status == "submitted"  # one failure never stops the batch
 
 
@@ -109,7 +110,7 @@ def test_a_dying_tmp_pather_is_an_infra_error_and_retried(tmp_path: Path) -> Non
     result = run_batch(tasks, config(tmp_path, n=2, run_id="r"), factories=fakes(tmp_path, {"a/0": "crash-once FIX"}))
     store = RunStore(result.path)
     assert (store.rollouts()["a/0"].status, store.rollouts()["a/0"].attempt) == ("submitted", 2)
-    assert [e["error"] for e in store.events_of("infra")] == ["WorkerCrashedError"]
+    assert [e.error for e in store.recorded(Infra)] == ["WorkerCrashedError"]
     assert live(tmp_path) == []  # the dead tmp_pather's sandbox was reaped on its node
 
 
@@ -138,8 +139,8 @@ def test_a_server_that_does_not_come_back_is_recorded_and_the_run_goes_on(tmp_pa
     result = run_batch(tasks, config(tmp_path, "infra_retries=0", n=1, run_id="r"), factories=f)
     store = RunStore(result.path)
     assert store.rollouts()["a/0"].status == "infra_error" and store.rollouts()["b/0"].status == "submitted"
-    [restart] = store.events_of("server_restart")
-    assert restart["error"].startswith("ServerFailure: fake did not answer")
+    [restart] = store.recorded(ServerRestart)
+    assert restart.error.startswith("ServerFailure: fake did not answer")
     assert result.infra_left.total == 1  # the CLI exits 3: run it again once the server is back
 
 
@@ -191,9 +192,9 @@ def test_early_stop_cancels_a_migration_tasks_other_rollouts(tmp_path: Path) -> 
     f = fakes(tmp_path, {"m/0": "FIX"}, default="nope sleep:4")
     result = run_batch(tasks, config(tmp_path, "early_stop_fixed=1", n=6, run_id="r"), factories=f)
     store = RunStore(result.path)
-    stop = store.events_of("early_stop")
-    assert [e["task_id"] for e in stop] == ["m"]
-    not_run = set(stop[0]["skipped"]) | set(stop[0]["cancelled"])
+    stop = store.recorded(EarlyStop)
+    assert [e.task_id for e in stop] == ["m"]
+    not_run = set(stop[0].skipped) | set(stop[0].cancelled)
     assert not_run and not_run.isdisjoint(store.rollouts())  # cancelled rollouts are not recorded
     assert result.saved.rollouts_not_run == len(not_run) and result.saved.sandbox_s >= 0
     assert len([r for r in store.rollouts() if r.startswith("b/")]) == 6  # the other task is untouched
@@ -217,17 +218,16 @@ def test_the_run_records_and_shows_which_server_it_chose_and_why(tmp_path: Path)
             log("measuring both servers once")  # what a calibration says while it runs
             return decide(self.config.launcher, facts(EPYC_AVX2))
 
-    shown: list[tuple[str, dict]] = []
+    shown: list[str] = []
     f = fakes(tmp_path)
     f = type(f)(**{**f.__dict__, "server": functools.partial(ChoosingService, restarts=None)})
     result = run_batch(
         make_tasks(tmp_path, ["a"]), config(tmp_path, n=1, run_id="chosen"), factories=f,
-        emit=lambda kind, **data: shown.append((kind, data)),
+        emit=lambda event: shown.append(event.kind),
     )
     store = RunStore(result.path)
-    assert store.config()["model"]["launcher"] == "llama-cpp"  # the store names what ran
-    (event,) = store.events_of("launcher")
-    assert event["launcher"] == "llama-cpp" and "AMD EPYC, 2 cores, avx2" in event["reason"]
-    assert serving_stats(store)["launcher_reason"] == event["reason"]
-    kinds = [kind for kind, _ in shown]
-    assert kinds.index("note") < kinds.index("launcher") < kinds.index("plan")
+    assert store.config_data()["model"]["launcher"] == "llama-cpp"  # the store names what ran
+    (event,) = store.recorded(LauncherChosen)
+    assert event.launcher == "llama-cpp" and "AMD EPYC, 2 cores, avx2" in event.reason
+    assert serving_stats(store)["launcher_reason"] == event.reason
+    assert shown.index("note") < shown.index("launcher") < shown.index("plan")

@@ -10,6 +10,7 @@ from ray import exceptions as rex
 
 from agentbon.config import RunConfig
 from agentbon.errors import RolloutDeadline, SandboxGone, ServerFailure
+from agentbon.orchestrate import events as ev
 from agentbon.orchestrate.cluster import sandbox_slots
 from agentbon.orchestrate.deadline import Watchdog
 from agentbon.orchestrate.early_stop import should_stop, stop_task
@@ -81,13 +82,17 @@ def test_watchdog_interrupts_python_and_closes_the_sandbox() -> None:
         def close(self) -> None:
             self.closed = True
 
-    box = Box()
-    t0 = time.time()
-    with pytest.raises(RolloutDeadline):
-        with Watchdog(0.2) as dog:
+    box, dog = Box(), Watchdog(0.2)
+
+    def busy_past_the_deadline() -> None:
+        t0 = time.time()
+        with dog:
             dog.guard(box)
             while time.time() - t0 < 5:
                 time.sleep(0.01)
+
+    with pytest.raises(RolloutDeadline):
+        busy_past_the_deadline()
     assert box.closed and dog.fired  # raised by the watchdog (the loop itself never raises)
 
 
@@ -103,13 +108,13 @@ def test_progress_state_and_plain_lines() -> None:
 
     out = io.StringIO()
     display = PlainDisplay(ProgressState("r"), out=out, every_s=0)
-    display("plan", tasks=2, n=2, planned=4, finished=0, verify=0, skipped=0)
-    display("started", unit="rollout", rollout_id="m/0")
-    display("tokens", n=100)
+    display(ev.PlanMade(tasks=2, n=2, planned=4, finished=0, verify=0, skipped=0))
+    display(ev.UnitStarted(unit="rollout", rollout_id="m/0"))
+    display(ev.Tokens(n=100))
     r = Rollout(run_id="r", task_id="m", index=0, status="submitted")
-    display("rollout", rollout=r)
-    display("verdict", verdict=Verdict(run_id="r", task_id="m", rollout_id="m/0", role="grade", status="pass"))
-    display("infra", unit="rollout", rollout_id="m/1", error="SandboxGone", message="gone")
+    display(ev.RolloutDone(rollout=r))
+    display(ev.VerdictDone(verdict=Verdict(run_id="r", task_id="m", rollout_id="m/0", role="grade", status="pass")))
+    display(ev.Infra(unit="rollout", task_id="m", rollout_id="m/1", error="SandboxGone", message="gone"))
     s = display.state
     assert (s.rollouts_done, s.verified, s.infra_errors, s.tokens, len(s.passed)) == (1, 1, 1, 100, 1)
     assert not s.running["rollout"] and s.eta_s is not None
@@ -125,8 +130,8 @@ def test_live_display_renders_bars_and_status() -> None:
 
     console = Console(record=True, force_terminal=True, width=160)
     display = LiveDisplay(ProgressState("run-x"), console)
-    display("plan", tasks=1, n=2, planned=2, finished=0, verify=0, skipped=0)
-    display("rollout", rollout=Rollout(run_id="r", task_id="m", index=0, status="submitted"))
+    display(ev.PlanMade(tasks=1, n=2, planned=2, finished=0, verify=0, skipped=0))
+    display(ev.RolloutDone(rollout=Rollout(run_id="r", task_id="m", index=0, status="submitted")))
     console.print(display.render())
     text = console.export_text()
     assert "agentbon run-x" in text and "rollouts" in text and "1/2" in text and "verification" in text
@@ -140,11 +145,11 @@ def test_progress_counts_flagged_candidates_as_they_are_graded() -> None:
 
     out = io.StringIO()
     display = PlainDisplay(ProgressState("r"), out=out, every_s=0)
-    display("plan", tasks=1, n=3, planned=3, finished=0, verify=0, skipped=0)
+    display(ev.PlanMade(tasks=1, n=3, planned=3, finished=0, verify=0, skipped=0))
     forged = [Flag(kind="forged", detail="a canary passed that must fail"), Flag(kind="binary", detail="blob")]
     for i, flags in enumerate([forged, [Flag(kind="binary", detail="blob")], []]):
-        display("verdict", verdict=Verdict(run_id="r", task_id="m", rollout_id=f"m/{i}", role="grade",
-                                           status="fail", flags=flags))  # fmt: skip
+        verdict = Verdict(run_id="r", task_id="m", rollout_id=f"m/{i}", role="grade", status="fail", flags=flags)
+        display(ev.VerdictDone(verdict=verdict))
     assert display.state.status_line().endswith("flagged 2 (binary 2, forged 1)")
     assert "verdict m/0 grade: fail [flagged: binary, forged]" in out.getvalue()
     assert "verdict m/2 grade: fail" in out.getvalue() and "m/2 grade: fail [" not in out.getvalue()

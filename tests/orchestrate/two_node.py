@@ -21,6 +21,7 @@ from orch_support import config, fakes, make_tasks  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from agentbon.orchestrate import run_batch  # noqa: E402
+from agentbon.orchestrate.events import Infra  # noqa: E402
 from agentbon.store import RunStore  # noqa: E402
 from agentbon.testing import FakeBackend  # noqa: E402
 
@@ -54,7 +55,7 @@ def main() -> None:
     store = RunStore(result.path)
     print(json.dumps({
         "worker": worker.node_id, "killed": "at" in killed, "interrupted": result.interrupted,
-        "infra": store.events_of("infra"), "counts": store.rollout_counts(),
+        "infra": [e.fields() for e in store.recorded(Infra)], "counts": store.rollout_counts(),
         "statuses": sorted({r.status for r in store.rollouts().values()}),
         "still_connected": ray.is_initialized(),
     }), flush=True)

@@ -25,6 +25,7 @@ from ray.cluster_utils import Cluster
 from agentbon.agent import SUBMIT_COMMAND
 from agentbon.config import load_config
 from agentbon.orchestrate import Factories, run_batch
+from agentbon.orchestrate.events import Event, Infra, Shipped
 from agentbon.store import RunStore
 from agentbon.tasks import load_suite
 from agentbon.testing import FakeService, task_model
@@ -59,9 +60,9 @@ def main() -> None:
     cluster.wait_for_nodes()
     seen: list[str] = []
 
-    def display(kind: str, **fields: object) -> None:
-        seen.append(kind)
-        if kind == "shipped":
+    def display(event: Event) -> None:
+        seen.append(event.kind)
+        if isinstance(event, Shipped):
             shutil.rmtree(suite)  # from now on nobody may read it
 
     migration = next(t for t in tasks if t.kind == "migration")
@@ -93,11 +94,11 @@ def main() -> None:
             "suite_exists": suite.exists(),
             "shipped_at": seen.index("shipped") if "shipped" in seen else -1,
             "first_started": seen.index("started") if "started" in seen else -1,
-            "shipped": store.events_of("shipped"),
+            "shipped": [e.fields() for e in store.recorded(Shipped)],
             "statuses": {rid: r.status for rid, r in rollouts.items()},
             "errors": {rid: r.error for rid, r in rollouts.items() if r.error},
             "grade": {rid: v.status for rid, v in grade.items()},
-            "infra": [e["message"] for e in store.events_of("infra")],
+            "infra": [e.message for e in store.recorded(Infra)],
             "landed": landed,
             "interrupted": result.interrupted,
         }), flush=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentbon.errors import ConfigError
+from agentbon.orchestrate.events import Infra
 from agentbon.store import RunStore
 from agentbon.types import Rollout
 
@@ -34,11 +35,11 @@ def test_rollout_counts_ignore_infra_attempts(tmp_path: Path) -> None:
     assert store.rollouts()["a/0"].attempt == 2
 
 
-def test_logs_and_events_of(tmp_path: Path) -> None:
+def test_logs_and_recorded_events(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "run")
-    store.append("infra", rollout_id="a/0", error="SandboxGone")
+    store.append("infra", unit="rollout", task_id="a", rollout_id="a/0", error="SandboxGone", message="gone")
     store.append("start", n=2)
-    assert [e["error"] for e in store.events_of("infra")] == ["SandboxGone"]
+    assert [e.error for e in store.recorded(Infra)] == ["SandboxGone"]
     assert store.save_log("a/0", "rollout-attempt1.txt", "tb").read_text() == "tb"
 
 
@@ -87,7 +88,7 @@ def test_recorded_reads_the_events_as_their_classes_leniently_for_other_versions
     store.append("infra", task_id="b", unit="rollout", error="Timeout", message="slow", shard=3)  # a newer key
     store.append("infra", task_id="c", error="Timeout")  # an older line without the fields now required
     store.append("early_stop", task_id="a", skipped=["a/3"])  # before ``fixed`` was logged: its default
-    store.append("model_stats", launcher="vllm", gpu_s=2.5)  # its fields are open
+    store.append("model_stats", launcher="vllm", gpu_s=2.5, home=7)  # named fields, and open ones kept as they came
     store.append("selector_error", task_id="a", selector="critic", error="ServerFailure: down", infra=True)
 
     infra = store.recorded(Infra)
@@ -96,6 +97,7 @@ def test_recorded_reads_the_events_as_their_classes_leniently_for_other_versions
     assert store.recorded(EarlyStop) == [EarlyStop(task_id="a", skipped=["a/3"])]
     assert store.recorded(EarlyStop)[0].fixed == 0
     [stats] = store.recorded(ModelStats)
-    assert stats.model_extra == {"launcher": "vllm", "gpu_s": 2.5}
+    assert (stats.launcher, stats.gpu_s, stats.model_extra) == ("vllm", 2.5, {"home": 7})
     failure = store.selector_failures()[("a", "critic")]
     assert isinstance(failure, SelectorError) and failure.error == "ServerFailure: down"
+    assert failure.error_kind == "ServerFailure"  # a line written before the kind was logged apart
