@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PydanticSchemaGenerationError,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from agentbon.errors import ConfigError
 from agentbon.types import FlagKind, PytestPlugin
@@ -42,6 +52,32 @@ def memory_bytes(value: str) -> int:
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_leniently(model: type[M], data: dict[str, Any]) -> M:
+    """``model`` from stored ``data``: unknown keys ignored, missing ones their defaults, and a field that does not
+    validate kept as stored, unchecked (a nested section read the same way, so that it stays its model)."""
+    known = {k: v for k, v in data.items() if k in model.model_fields}
+    try:
+        return model.model_validate(known)
+    except ValidationError:
+        pass
+    fields: dict[str, Any] = {}
+    for key, field in model.model_fields.items():
+        kind = field.annotation
+        if key not in known:
+            fields[key] = field.get_default(call_default_factory=True)
+        elif isinstance(kind, type) and issubclass(kind, BaseModel) and isinstance(known[key], dict):
+            fields[key] = read_leniently(kind, known[key])
+        else:
+            try:
+                fields[key] = TypeAdapter(kind).validate_python(known[key])
+            except (ValidationError, PydanticSchemaGenerationError):
+                fields[key] = known[key]
+    return model.model_construct(**fields)
 
 
 class SandboxConfig(Section):
@@ -453,6 +489,12 @@ class ExportConfig(Section):
     leaves out every candidate with a flag ``select.allow_flags`` does not accept (docs/security.md, Flags)."""
 
 
+SERIAL_SLOTS = 2
+"""Sandbox slots of a local Ray where agentbon starts llama.cpp's server, which answers one request at a time."""
+BATCHED_SLOTS = 16
+"""Sandbox slots of a local Ray where the server batches requests (vLLM, or an endpoint given)."""
+
+
 class RunConfig(Section):
     n: int = Field(default=4, ge=1)
     """Rollouts per task."""
@@ -462,8 +504,8 @@ class RunConfig(Section):
     """The run's directory name under ``run_dir``. None: derived from the suite's task ids, the model and the settings
     a resume must keep (orchestrate/resume.py)."""
     concurrency: int | None = Field(default=None, ge=1)
-    """Sandbox slots (rollouts at once) of a local Ray. None: picked by how the model serves requests (2 for
-    llama.cpp's server, else 16: ``orchestrate.cluster.sandbox_slots``)."""
+    """Sandbox slots (rollouts at once) of a local Ray. None: picked by how the model serves requests
+    (``SERIAL_SLOTS`` for llama.cpp's server, else ``BATCHED_SLOTS``: ``orchestrate.cluster.sandbox_slots``)."""
     max_pending: int = Field(default=64, ge=1)
     """Bound on submitted, unfinished rollouts."""
     infra_retries: int = Field(default=2, ge=0)
@@ -569,12 +611,9 @@ class RunConfig(Section):
     def read(cls, data: dict[str, Any]) -> RunConfig:
         """A run's stored settings, read leniently for runs written by other versions: keys this version does not know
         are ignored and a missing key takes its default; settings that no longer validate (a check a newer version
-        added) are taken as stored, unchecked, since the run already ran with them."""
-        known = {k: v for k, v in data.items() if k in cls.model_fields}
-        try:
-            return cls.model_validate(known)
-        except ValidationError:
-            return cls.model_construct(**known)
+        added) are taken as stored, unchecked, since the run already ran with them. Each section is still its model
+        (``read_leniently``), so a reader's typed access holds for an older run too."""
+        return read_leniently(cls, data)
 
     def fixed_part(self) -> int:
         """Rollouts ``0..fixed_part()-1`` of every task run whatever the outcomes (the curves' sample): the budget's

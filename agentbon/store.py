@@ -27,12 +27,14 @@ import fcntl
 import json
 import os
 import time
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
+from agentbon.config import RunConfig
 from agentbon.errors import ConfigError
 from agentbon.files import append_jsonl, read_jsonl, write_atomic
 from agentbon.types import Rollout, Selection, Task, Verdict
@@ -135,10 +137,6 @@ class RunStore:
         heads = tuple(json.dumps({"type": kind})[:-1] + "," for kind in kinds) or ("",)
         yield from read_jsonl(self.path / EVENTS, heads)
 
-    def events_of(self, kind: str) -> list[dict[str, Any]]:
-        """Every complete event of one type (``infra``, ``early_stop``, ``interrupted``...), in order."""
-        return [e for e in self.events() if e["type"] == kind]
-
     def recorded(self, event: type[E]) -> list[E]:
         """Every complete event of one class (``Infra``, ``EarlyStop``, ``LauncherChosen``...), typed, in order.
 
@@ -150,17 +148,17 @@ class RunStore:
     def rollout_counts(self) -> dict[str, int]:
         """How many final (non-infra) rollout records each rollout id has: more than 1 is a duplicate."""
         counts: dict[str, int] = {}
-        for e in self.events_of("rollout"):
-            if e["record"]["status"] not in ("infra_error", "cancelled"):
-                rid = f"{e['record']['task_id']}/{e['record']['index']}"
-                counts[rid] = counts.get(rid, 0) + 1
+        for e in self.events("rollout"):
+            rollout = Rollout.model_validate(e["record"])
+            if rollout.finished:
+                counts[rollout.rollout_id] = counts.get(rollout.rollout_id, 0) + 1
         return counts
 
     def current_task_ids(self) -> list[str] | None:
         """The ids of the run's tasks, as its latest invocation named them; None for a run of a version that did not
         record them (its tasks are every one it stored)."""
-        named = self.events_of(TASK_SET)
-        return list(named[-1]["task_ids"]) if named else None
+        latest = deque(self.events(TASK_SET), maxlen=1)
+        return list(latest[0]["task_ids"]) if latest else None
 
     def tasks(self) -> list[Task]:
         """The run's tasks (its latest invocation's, in their order), each in its latest definition."""
@@ -248,6 +246,13 @@ class RunStore:
     def trajectory(self, rollout_id: str) -> list[dict[str, Any]]:
         return list(read_jsonl(self.path / rollout_id / "trajectory.jsonl"))
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> RunConfig | None:
+        """The run's settings as its latest invocation recorded them, read leniently for a run of another version
+        (``RunConfig.read``); None before its first driver wrote them."""
+        data = self.config_data()
+        return RunConfig.read(data) if data else None
+
+    def config_data(self) -> dict[str, Any]:
+        """``config.yaml`` as written (what a resume compares its settings with, key by key); empty when absent."""
         p = self.path / "config.yaml"
-        return yaml.safe_load(p.read_text()) if p.exists() else {}
+        return (yaml.safe_load(p.read_text()) or {}) if p.exists() else {}

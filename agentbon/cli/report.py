@@ -29,12 +29,12 @@ def open_store(path: Path) -> RunStore:
     return RunStore(path)
 
 
-def _summary(path: Path, overrides: dict) -> dict:
+def _summary(path: Path, overrides: dict) -> RunReport:
     from agentbon.errors import ConfigError
-    from agentbon.report import build_summary
+    from agentbon.report import build_report
 
     try:
-        return build_summary(open_store(path), **overrides)
+        return build_report(open_store(path), **overrides)
     except ConfigError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e
@@ -146,7 +146,7 @@ def report(
         raise typer.BadParameter("give a RUN_DIR, or --compare RUN_A RUN_B", param_hint="RUN_DIR")
     summary = _summary(run_dir, overrides)
     if as_json:
-        typer.echo(json.dumps(summary, indent=1))
+        typer.echo(json.dumps(summary.to_dict(), indent=1))
     else:
         print_summary(summary, console, None if show_all else DEFAULT_TABLES)
     if not no_write:

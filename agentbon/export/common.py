@@ -77,7 +77,7 @@ def winners(data: RunData, selector: str) -> list[Winner]:
 
 def flagged_policy(data: RunData, override: str | None = None) -> FlaggedPolicy:
     """``override`` (a command-line option) or the run's ``export.flagged`` (default ``mark``); a bad value is named."""
-    value = override or str((data.config.get("export") or {}).get("flagged") or "mark")
+    value = override or data.config.export.flagged
     if value not in ("mark", "omit"):
         where = "--flagged" if override else "export.flagged in the run's config.yaml"
         raise ExportError(f"{where}: {value!r} is not one of mark, omit")

@@ -30,7 +30,7 @@ from agentbon.types import Flag
 
 def model_label(data: RunData, suffix: str) -> str:
     """``model_name_or_path``: the model plus how the patch was chosen, safe as a harness log-directory name."""
-    model = str((data.config.get("model") or {}).get("name") or "model")
+    model = data.config.model.name or "model"
     return re.sub(r"[^A-Za-z0-9._+-]+", "-", f"{model}+agentbon-{suffix}").strip("-")
 
 

@@ -16,6 +16,7 @@ from agentbon.models.service import ModelService
 
 if TYPE_CHECKING:
     from agentbon.protocols import Agent, Model, SandboxBackend, Selector, Verifier
+    from agentbon.report.schema import RunReport
     from agentbon.store import RunStore
 
 
@@ -75,15 +76,15 @@ def default_selector(name: str, config: RunConfig, store: RunStore | None = None
     return make_selector(name, config.select, model=model, store=store, seed=config.model.seed)
 
 
-def default_report(store: RunStore) -> dict | None:
+def default_report(store: RunStore) -> RunReport | None:
     """Write ``summary.json``, ``report.md`` and ``report.html``; return the summary (None without a report module)."""
     try:
-        from agentbon.report import build_summary, write_reports
+        from agentbon.report import build_report, write_reports
     except ImportError:
         return None
-    summary = build_summary(store)
-    write_reports(store, summary)
-    return summary
+    report = build_report(store)
+    write_reports(store, report)
+    return report
 
 
 @dataclass(frozen=True)
@@ -98,5 +99,5 @@ class Factories:
     """``selector(name, config, store)``."""
     server: Callable[[ModelConfig], Any] = ModelService
     """Driver side: a ``ModelService``-like object that makes sure of one endpoint (workers never start servers)."""
-    report: Callable[[RunStore], dict | None] = default_report
+    report: Callable[[RunStore], RunReport | None] = default_report
     """Writes the reports at the end of a run and returns the summary to print."""

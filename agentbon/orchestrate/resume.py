@@ -127,7 +127,7 @@ def setting_changes(stored: dict[str, Any], config: RunConfig) -> list[tuple[str
 
 def check_resumable(store: RunStore, config: RunConfig) -> None:
     """Refuse to resume a run with settings that would make its rollouts or its curves' sample incomparable."""
-    before = store.config()
+    before = store.config_data()
     changed = setting_changes(before, config) if before else []
     if not changed:
         return

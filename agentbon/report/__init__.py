@@ -7,12 +7,11 @@ it again at any time (nothing is re-run).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from agentbon.files import write_atomic
 from agentbon.report.html import render_html
 from agentbon.report.markdown import render_markdown
-from agentbon.report.schema import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport, as_report, read_summary
+from agentbon.report.schema import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport, read_summary
 from agentbon.report.summary import build_report, build_summary
 from agentbon.store import RunStore
 
@@ -30,10 +29,10 @@ __all__ = [
 
 
 def write_reports(
-    store: RunStore, summary: RunReport | dict[str, Any] | None = None, out_dir: Path | None = None
+    store: RunStore, summary: RunReport | None = None, out_dir: Path | None = None
 ) -> dict[str, Path]:
     """Write ``summary.json`` (the RunReport), ``report.md`` and ``report.html`` (into the run directory by default)."""
-    summary = as_report(summary) if summary is not None else build_report(store)
+    summary = summary if summary is not None else build_report(store)
     out = Path(out_dir) if out_dir else store.path
     out.mkdir(parents=True, exist_ok=True)
     paths = {"summary": out / "summary.json", "markdown": out / "report.md", "html": out / "report.html"}

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from agentbon.config import ReportConfig
+from agentbon.config import ReportConfig, RunConfig
 from agentbon.critic import calibration as cal
 from agentbon.metrics.fallback import among_whole
 from agentbon.report.compute import mapped
@@ -32,10 +32,9 @@ OOF_LIMIT = 20_000
 """Most candidates the report fits the out-of-fold classifier on (five fits of Newton's method)."""
 
 
-def run_critic(config: dict, run_path: Any = None) -> tuple[str, str]:
+def run_critic(config: RunConfig, run_path: Any = None) -> tuple[str, str]:
     """The critic the run's selectors used, and why that one (``auto``: as it decided, critic/auto.py)."""
-    select = config.get("select") or {}
-    kind, path = select.get("critic", "classifier"), select.get("critic_path")
+    kind, path = config.select.critic, config.select.critic_path
     if kind == "auto" and not path:
         from pathlib import Path
 

@@ -18,6 +18,7 @@ from agentbon.metrics import (
 )
 from agentbon.report.compute import Curves
 from agentbon.report.data import RunData
+from agentbon.report.schema import BreakEven, Cost, CostUnit, SelectorCost, Theory
 
 
 def _num(x: float) -> float | None:
@@ -25,7 +26,7 @@ def _num(x: float) -> float | None:
     return float(f"{x:.10g}") if math.isfinite(x) else None
 
 
-def cost_section(data: RunData, curves: Curves, options: ReportConfig) -> dict:
+def cost_section(data: RunData, curves: Curves, options: ReportConfig) -> Cost:
     """Token, sandbox and latency totals; sample and scoring cost; cost per solved task and per extra point."""
     rollouts = list(data.rollouts.values())
     row = {t: i for i, t in enumerate(data.task_ids)}
@@ -43,6 +44,7 @@ def cost_section(data: RunData, curves: Curves, options: ReportConfig) -> dict:
     grade_s = sum(v.duration_s for v in data.grades.values())
     count = max(1, s.rollouts)
     prompt_price, completion_price = options.usd_per_mtok_prompt, options.usd_per_mtok_completion
+    unit: CostUnit
     if prompt_price is not None and completion_price is not None:
         unit = "usd"
         cached_price = options.usd_per_mtok_cached if options.usd_per_mtok_cached is not None else prompt_price
@@ -60,51 +62,52 @@ def cost_section(data: RunData, curves: Curves, options: ReportConfig) -> dict:
     costs = cost_at_k(curves.ks, curves.tasks, sample_cost, scoring_cost)
     measured = np.flatnonzero(curves.measured)
     at = int(measured[-1]) if measured.size else None  # the largest k every task in the curves has samples for
-    out: dict = {
-        "rollouts": s.rollouts,
-        "prompt_tokens": s.prompt_tokens,
-        "completion_tokens": s.completion_tokens,
-        "cached_tokens": s.cached_tokens,
-        "total_tokens": s.total_tokens,
-        "sandbox_s": round(s.sandbox_s, 3),
-        "verify_evidence_s": round(verify_s, 3),
-        "verify_grade_s": round(grade_s, 3),
-        "rollout_wall_p50_s": round(s.wall_p50_s, 3),
-        "rollout_wall_p99_s": round(s.wall_p99_s, 3),
-        "critical_path_p50_s": round(s.critical_path_p50_s, 3),
-        "critical_path_p99_s": round(s.critical_path_p99_s, 3),
-        "critical_path_max_s": round(s.critical_path_max_s, 3),
-        "unit": unit,
-        "sample_cost": _num(sample_cost),
-        "scoring_cost": _num(scoring_cost),
-        "cost_at_k": [_num(c) for c in costs],
-        "cost_tasks": curves.tasks,
-        "per_solved_k": curves.ks[at] if at is not None else None,
-        "coverage_per_extra_point": [_num(c) for c in cost_per_extra_point(curves.ks, curves.coverage.mean, costs)],
-        "selectors": {},
-    }
-    for name, band in curves.selected.items():
-        solved = None if at is None else float(band.mean[at]) * curves.tasks
-        out["selectors"][name] = {
-            "per_solved_task": None if solved is None else _num(cost_per_solved(float(costs[at]), solved)),
-            "per_extra_point": [_num(c) for c in cost_per_extra_point(curves.ks, band.mean, costs)],
-        }
-    return out
+    return Cost(
+        rollouts=s.rollouts,
+        prompt_tokens=s.prompt_tokens,
+        completion_tokens=s.completion_tokens,
+        cached_tokens=s.cached_tokens,
+        total_tokens=s.total_tokens,
+        sandbox_s=round(s.sandbox_s, 3),
+        verify_evidence_s=round(verify_s, 3),
+        verify_grade_s=round(grade_s, 3),
+        rollout_wall_p50_s=round(s.wall_p50_s, 3),
+        rollout_wall_p99_s=round(s.wall_p99_s, 3),
+        critical_path_p50_s=round(s.critical_path_p50_s, 3),
+        critical_path_p99_s=round(s.critical_path_p99_s, 3),
+        critical_path_max_s=round(s.critical_path_max_s, 3),
+        unit=unit,
+        sample_cost=_num(sample_cost),
+        scoring_cost=_num(scoring_cost),
+        cost_at_k=[_num(c) for c in costs],
+        cost_tasks=curves.tasks,
+        per_solved_k=curves.ks[at] if at is not None else None,
+        coverage_per_extra_point=[_num(c) for c in cost_per_extra_point(curves.ks, curves.coverage.mean, costs)],
+        selectors={name: _selector_cost(band.mean, costs, at, curves) for name, band in curves.selected.items()},
+    )
+
+
+def _selector_cost(mean: np.ndarray, costs: np.ndarray, at: int | None, curves: Curves) -> SelectorCost:
+    """A selector's cost per task it solved at the largest measured k (``at``), and per extra point each doubling."""
+    return SelectorCost(
+        per_solved_task=None if at is None else _num(cost_per_solved(float(costs[at]), float(mean[at]) * curves.tasks)),
+        per_extra_point=[_num(c) for c in cost_per_extra_point(curves.ks, mean, costs)],
+    )
 
 
 def theory_section(
-    n: int, sample_cost: float | None, scoring_cost: float | None, options: ReportConfig, unit: str
-) -> dict:
+    n: int, sample_cost: float | None, scoring_cost: float | None, options: ReportConfig, unit: CostUnit
+) -> Theory:
     """KL(BoN‖base) bound per k and the best-of-N versus RL break-even at N."""
     ks = doubling_ks(n) if n >= 1 else []
     be = break_even(options.rl_training_cost or 0.0, max(n, 1), sample_cost or 0.0, scoring_cost or 0.0)
-    return {
-        "kl_bound_nats": {str(k): round(float(kl_bound(k)), 6) for k in ks},
-        "break_even": {
-            "n": be.n,
-            "unit": unit,
-            "extra_cost_per_request": _num(be.extra_cost_per_request),
-            "training_cost": options.rl_training_cost,
-            "requests": _num(be.requests) if options.rl_training_cost is not None else None,
-        },
-    }
+    return Theory(
+        kl_bound_nats={str(k): round(float(kl_bound(k)), 6) for k in ks},
+        break_even=BreakEven(
+            n=be.n,
+            unit=unit,
+            extra_cost_per_request=_num(be.extra_cost_per_request),
+            training_cost=options.rl_training_cost,
+            requests=_num(be.requests) if options.rl_training_cost is not None else None,
+        ),
+    )

@@ -64,7 +64,8 @@ class RunData:
     run_id: str
     task_ids: list[str]
     n: int
-    config: dict
+    config: RunConfig
+    """The run's settings as recorded (defaults for a run that recorded none)."""
     tasks: dict[str, Task]
     rollouts: dict[str, Rollout]
     grades: dict[str, Verdict]
@@ -160,8 +161,7 @@ def _task_order(tasks: list[Task], rollouts: dict[str, Rollout], selections: lis
     return order + sorted(extra - seen)
 
 
-def _selector_order(config: dict, names: set[str]) -> list[str]:
-    configured = list((config.get("select") or {}).get("selectors") or [])
+def _selector_order(configured: list[str], names: set[str]) -> list[str]:
     return [s for s in configured if s in names] + sorted(names - set(configured))
 
 
@@ -181,7 +181,8 @@ def subset_stage(tests: TestSet, verdict: Verdict) -> tuple[float, bool] | None:
 
 def load_run(store: RunStore) -> RunData:
     """Read tasks, rollouts, verdicts and selections from ``store`` into arrays."""
-    config = store.config()
+    recorded = store.config()
+    config = recorded or RunConfig.read({})
     tasks = store.tasks()
     rollouts = store.rollouts()
     grades, evidence = store.verdicts("grade"), store.verdicts("evidence")
@@ -203,7 +204,7 @@ def load_run(store: RunStore) -> RunData:
         left_out.setdefault(selector, {})[task_id] = e.error
     task_ids = _task_order(tasks, rollouts, selections)
     row = {t: i for i, t in enumerate(task_ids)}
-    n = max([int(config.get("n") or 0), *(r.index + 1 for r in rollouts.values())] or [0])
+    n = max([recorded.n if recorded else 0, *(r.index + 1 for r in rollouts.values())] or [0])
     shape = (len(task_ids), n)
     present, valid = np.zeros(shape, bool), np.zeros(shape, bool)
     correct, cells = np.zeros(shape), np.full(shape, MISSING, dtype=np.int8)
@@ -213,8 +214,7 @@ def load_run(store: RunStore) -> RunData:
     subset_live = np.zeros(shape, bool)
     clusters, cluster_of = np.full(shape, np.nan), [dict[str, int]() for _ in task_ids]
     parse_checked = False
-    select = config.get("select") or {}
-    allowed = list(select.get("allow_flags") or [])
+    allowed = list(config.select.allow_flags)
     by_id = {t.task_id: t for t in tasks}
     for rid, r in rollouts.items():
         i, j = row[r.task_id], r.index
@@ -242,13 +242,12 @@ def load_run(store: RunStore) -> RunData:
             subset_live[i, j] = bool(seen.evidence.not_run)
         oracle_candidate[i, j] = invalid_reason(seen) is None
         candidate[i, j] = oracle_candidate[i, j] and not blocking_flags(seen, allowed)
-    settings = RunConfig.read(config)
-    stopped = early_stops(store.recorded(EarlyStop), settings)
+    stopped = early_stops(store.recorded(EarlyStop), config)
     curve = valid.copy()
     for task_id, stop in stopped.items():
         if task_id in row:
             curve[row[task_id], stop.fixed :] = False
-    first = settings.fixed_part() if settings.budget else None
+    first = config.fixed_part() if config.budget else None
     if first is not None:  # under a batch budget every task's curves come from its first allotment
         curve[:, first:] = False
     data = RunData(
@@ -267,7 +266,7 @@ def load_run(store: RunStore) -> RunData:
         curve=curve,
         candidate=candidate,
         oracle_candidate=oracle_candidate,
-        fallback=oracle_candidate & ~candidate if select.get("flagged_fallback") == "flagged" else None,
+        fallback=oracle_candidate & ~candidate if config.select.flagged_fallback == "flagged" else None,
         evidence_pass=evidence_pass,
         evidence_s=evidence_s,
         unparsed=unparsed,
@@ -291,7 +290,8 @@ def load_run(store: RunStore) -> RunData:
     data.selections = by_selector
     oracle_names = {name for name, sel in by_selector.items() if any(s.oracle for s in sel.values())}
     data.oracles = sorted(oracle_names)
-    data.selectors = _selector_order(config, (set(by_selector) | set(left_out)) - oracle_names)
+    configured = recorded.select.selectors if recorded else []
+    data.selectors = _selector_order(configured, (set(by_selector) | set(left_out)) - oracle_names)
     for name in set(left_out) - set(by_selector):  # every task's selection failed: no scores, all left out
         by_selector[name] = {}
     for name, per_task in by_selector.items():

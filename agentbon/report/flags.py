@@ -47,7 +47,7 @@ def undone_paths(data: RunData, rollout_id: str) -> list[str]:
 
 def allowed_kinds(data: RunData) -> list[str]:
     """The run's ``select.allow_flags``: kinds that keep no candidate from being chosen or exported."""
-    return list((data.config.get("select") or {}).get("allow_flags") or [])
+    return list(data.config.select.allow_flags)
 
 
 def blocking_kinds(data: RunData, rollout_id: str) -> list[str]:
@@ -78,7 +78,6 @@ def flag_section(data: RunData) -> dict:
         }
         winners[name] = dict(sorted(chosen.items()))
     flagged = {rid for t in per_task.values() for rids in t.values() for rid in rids}
-    select = data.config.get("select") or {}
     return {
         "rollouts": len(flagged),
         "by_kind": {k: v for k, v in by_kind.items() if v},
@@ -86,5 +85,5 @@ def flag_section(data: RunData) -> dict:
         "per_task": per_task,
         "winners": winners,
         "allowed": allowed_kinds(data),
-        "fallback": str(select.get("flagged_fallback") or "none"),
+        "fallback": data.config.select.flagged_fallback,
     }

@@ -40,18 +40,19 @@ import numpy as np
 from agentbon.metrics.fallback import among_whole
 from agentbon.metrics.sampling import flat_index, gather_rows
 from agentbon.report.data import RunData
+from agentbon.report.schema import Anchor, Frontier
 from agentbon.select import SELECTORS
 
-ANCHOR = {
-    "throughput": 11.6,
-    "accuracy_drop_pct": 8.3,
-    "what": "staged verification with outcome reward models against full test-suite verification, as reported on "
+ANCHOR = Anchor(
+    throughput=11.6,
+    accuracy_drop_pct=8.3,
+    what="staged verification with outcome reward models against full test-suite verification, as reported on "
     "Python code benchmarks",
-}
+)
 """The figure issue readers compare with: 11.6x the throughput for 8.3 % less accuracy."""
 
 
-def frontier_section(data: RunData) -> dict[str, Any] | None:
+def frontier_section(data: RunData) -> Frontier | None:
     """The ``frontier`` part of ``summary.json``; None without recorded critic scores or graded candidates."""
     critic = data.scores.get("critic")
     # A task whose critic (or a selector replayed here) failed on infrastructure is out of every policy, never
@@ -84,7 +85,7 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
     from agentbon.report.calibration import run_critic
 
     critic_name = run_critic(data.config, data.path)[0]
-    return {
+    return Frontier.model_validate({
         "policies": out,
         "critic": critic_name,
         "critic_tokens": (
@@ -101,7 +102,7 @@ def frontier_section(data: RunData) -> dict[str, Any] | None:
         "candidates": int(cells.sum()),
         "tasks": replay.tasks,
         "tasks_left_out": [t for t, out in zip(data.task_ids, out_rows, strict=True) if out],
-    }
+    })  # fmt: skip
 
 
 UNTESTED = tuple(name for name, cls in SELECTORS.items() if not cls.reads_tests and not cls.oracle)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 from html import escape
+from typing import cast
 
-from agentbon.report.schema import RunReport, as_dict
+from agentbon.report.schema import RunReport
 from agentbon.report.svg import COVERAGE_COLOR, ORACLE_COLOR, PALETTE, Series, bar_chart, heatmap, line_chart
 from agentbon.report.tables import Table, all_tables, num
 
@@ -35,52 +36,50 @@ def _table(t: Table) -> str:
     return f'<h2 id="{t.key}">{escape(t.title)}</h2><table{cls}><tr>{head}</tr>{body}</table><ul class="notes">{notes}</ul>'
 
 
-def _series(s: dict, xs: list[float], pick: str, with_band: bool = True) -> list[Series]:
-    """One series per curve over the measured ks only (``xs`` has one entry per measured k)."""
-    m = s["metrics"]
+def _series(s: RunReport, xs: list[float], loss: bool = False, with_band: bool = True) -> list[Series]:
+    """One series per curve over the measured ks only (``xs`` has one entry per measured k): coverage, each selector's
+    selected@k and the oracle's, or with ``loss`` each selector's loss@k alone."""
+    m = s.metrics
     idx = _measured(s)
 
-    def _pts(values: list[float]) -> list[float]:
-        return [100 * values[i] for i in idx]
+    def _pts(values: list[float | None]) -> list[float]:
+        return [100 * cast(float, values[i]) for i in idx]  # a measured k has a value
 
     out = []
-    if pick == "selected":
-        c = m["coverage"]
-        out.append(Series("coverage (pass@k)", xs, _pts(c["mean"]), COVERAGE_COLOR, _pts(c["lo"]), _pts(c["hi"])))
-    for i, name in enumerate(s["selectors"]):
-        b = m["selectors"][name][pick]
+    if not loss:
+        c = m.coverage
+        out.append(Series("coverage (pass@k)", xs, _pts(c.mean), COVERAGE_COLOR, _pts(c.lo), _pts(c.hi)))
+    for i, name in enumerate(s.selectors):
+        b = m.selectors[name].loss if loss else m.selectors[name].selected
         color = PALETTE[i % len(PALETTE)]
-        lo, hi = (_pts(b["lo"]), _pts(b["hi"])) if with_band else (None, None)
-        out.append(Series(name, xs, _pts(b["mean"]), color, lo, hi))
-    if pick == "selected":
-        for name in s["oracles"]:
-            out.append(
-                Series(f"{name} (oracle)", xs, _pts(m["oracle"][name]["selected"]["mean"]), ORACLE_COLOR, dashed=True)
-            )
+        lo, hi = (_pts(b.lo), _pts(b.hi)) if with_band else (None, None)
+        out.append(Series(name, xs, _pts(b.mean), color, lo, hi))
+    if not loss:
+        for name in s.oracles:
+            out.append(Series(f"{name} (oracle)", xs, _pts(m.oracle[name].selected.mean), ORACLE_COLOR, dashed=True))
     return out
 
 
-def _measured(s: dict) -> list[int]:
-    return [i for i, m in enumerate(s["metrics"]["measured"]) if m]
+def _measured(s: RunReport) -> list[int]:
+    return [i for i, m in enumerate(s.metrics.measured) if m]
 
 
-def charts(summary: RunReport | dict) -> list[tuple[str, str]]:
+def charts(s: RunReport) -> list[tuple[str, str]]:
     """(caption, svg) for every plot of the report (curves over the measured ks)."""
-    s = as_dict(summary)
     idx = _measured(s)
-    ks = [s["ks"][i] for i in idx]
+    ks = [s.ks[i] for i in idx]
     if not ks:
         return [_pass_map(s)]
     xs = [math.log2(k) for k in ks]
     ticks = [(math.log2(k), str(k)) for k in ks]
-    conf = int(round(100 * s["metrics"]["confidence"]))
+    conf = int(round(100 * s.metrics.confidence))
     out = [(
         f"Coverage and selected@k against k (log2 axis); shaded: {conf}% bootstrap bands over tasks. "
         "The oracle (dashed) picks with the grading tests.",
-        line_chart("Coverage and selected@k", _series(s, xs, "selected"), ticks, "k (samples per task)", "accuracy (points)"),
+        line_chart("Coverage and selected@k", _series(s, xs), ticks, "k (samples per task)", "accuracy (points)"),
     )]  # fmt: skip
-    if s["selectors"]:
-        loss = [Series(x.name, x.xs, x.ys, x.color) for x in _series(s, xs, "loss", with_band=False)]
+    if s.selectors:
+        loss = [Series(x.name, x.xs, x.ys, x.color) for x in _series(s, xs, loss=True, with_band=False)]
         out.append(("Selection loss (coverage − selected) per k.",
                     bar_chart("Selection loss per k", [str(k) for k in ks], loss, "k", "points lost")))  # fmt: skip
     if len(ks) > 1:
@@ -90,20 +89,19 @@ def charts(summary: RunReport | dict) -> list[tuple[str, str]]:
         def _gains(values: list[float | None]) -> list[float]:
             return [100 * (values[i - 1] or 0.0) for i in steps]
 
-        gains = [Series("coverage", [], _gains(s["scaling"]["coverage"]["gain"]), COVERAGE_COLOR)]
-        gains += [Series(n, [], _gains(s["scaling"]["selectors"][n]["gain"]), PALETTE[i % len(PALETTE)])
-                  for i, n in enumerate(s["selectors"])]  # fmt: skip
+        gains = [Series("coverage", [], _gains(s.scaling.coverage.gain), COVERAGE_COLOR)]
+        gains += [Series(n, [], _gains(s.scaling.selectors[n].gain), PALETTE[i % len(PALETTE)])
+                  for i, n in enumerate(s.selectors)]  # fmt: skip
         out.append(("Gain of each doubling of k, in points; below the dashed line a doubling buys under one point.",
                     bar_chart("Gain per doubling", groups, gains, "doubling", "points gained", ref=(1.0, "1 point"))))  # fmt: skip
-    costs = [s["cost"]["cost_at_k"][i] for i in idx]
-    if all(c and c > 0 for c in costs):
+    costs = [c for i in idx if (c := s.cost.cost_at_k[i]) is not None and c > 0]
+    if len(costs) == len(idx):
         cx = [math.log2(c) for c in costs]
-        cost_series = [
-            Series(x.name, cx, x.ys, x.color, x.lo, x.hi) for x in _series(s, cx, "selected")[: 1 + len(s["selectors"])]
-        ]
+        cost_series = [Series(x.name, cx, x.ys, x.color, x.lo, x.hi) for x in _series(s, cx)[: 1 + len(s.selectors)]]
         cost_ticks = [(math.log2(c), num(c)) for c in costs]
-        out.append((f"Points against cost ({s['cost']['unit']}, log2 axis); each marker is one k.",
-                    line_chart("Points against cost", cost_series, cost_ticks, f"cost ({s['cost']['unit']})", "accuracy (points)")))  # fmt: skip
+        unit = s.cost.unit
+        out.append((f"Points against cost ({unit}, log2 axis); each marker is one k.",
+                    line_chart("Points against cost", cost_series, cost_ticks, f"cost ({unit})", "accuracy (points)")))  # fmt: skip
     reliability = _reliability(s)
     if reliability:
         out.append(reliability)
@@ -114,39 +112,38 @@ def charts(summary: RunReport | dict) -> list[tuple[str, str]]:
     return out
 
 
-def _frontier(s: dict) -> tuple[str, str] | None:
+def _frontier(s: RunReport) -> tuple[str, str] | None:
     """Selected accuracy against the evidence tests' container-seconds (log2 axis), one marker per policy."""
-    f = s.get("frontier")
-    costed = sorted((p for p in (f or {}).get("policies", []) if p["container_s"] > 0), key=lambda p: p["container_s"])
+    policies = s.frontier.policies if s.frontier else []
+    costed = sorted((p for p in policies if p.container_s > 0), key=lambda p: p.container_s)
     if len(costed) < 2:
         return None
-    xs = [math.log2(p["container_s"]) for p in costed]
-    series = [Series(p["policy"], [x], [100 * p["accuracy"]], PALETTE[i % len(PALETTE)]) for i, (p, x) in
+    xs = [math.log2(p.container_s) for p in costed]
+    series = [Series(p.policy, [x], [100 * p.accuracy], PALETTE[i % len(PALETTE)]) for i, (p, x) in
               enumerate(zip(costed, xs, strict=True))]  # fmt: skip
     # The dashed line is the frontier itself: each policy more accurate than every cheaper one.
     best, edge = -1.0, []
     for p, x in zip(costed, xs, strict=True):
-        if p["accuracy"] > best:
-            best = p["accuracy"]
-            edge.append((x, 100 * p["accuracy"]))
+        if p.accuracy > best:
+            best = p.accuracy
+            edge.append((x, 100 * p.accuracy))
     series.insert(0, Series("frontier", [x for x, _ in edge], [y for _, y in edge], ORACLE_COLOR, dashed=True))
-    ticks = [(x, num(p["container_s"])) for p, x in zip(costed, xs, strict=True)]
+    ticks = [(x, num(p.container_s)) for p, x in zip(costed, xs, strict=True)]
     caption = ("Staged verification replayed: selected accuracy against the evidence tests' container-seconds "
                "(log2 axis); to the left, the critic chose which candidates to test.")  # fmt: skip
     return caption, line_chart("Accuracy against verification cost", series, ticks, "container-seconds",
                                "selected (%)")  # fmt: skip
 
 
-def _reliability(s: dict) -> tuple[str, str] | None:
+def _reliability(s: RunReport) -> tuple[str, str] | None:
     """The reliability diagram: per critic, pass rate against mean score in each score bin; the diagonal is a
     perfectly calibrated critic."""
-    critics = (s.get("calibration") or {}).get("critics") or []
+    critics = s.calibration.critics
     if not critics:
         return None
     series = [Series("perfect", [0.0, 1.0], [0.0, 100.0], ORACLE_COLOR, dashed=True)]
     for i, c in enumerate(critics):
-        bins = c["bins"]
-        series.append(Series(c["name"], [b["mean_score"] for b in bins], [100 * b["pass_rate"] for b in bins],
+        series.append(Series(c.name, [b.mean_score for b in c.bins], [100 * b.pass_rate for b in c.bins],
                              PALETTE[i % len(PALETTE)]))  # fmt: skip
     ticks = [(x / 5, f"{x / 5:.1f}") for x in range(6)]
     caption = ("Reliability: the share of candidates whose grade passed against the critic's mean score, per score "
@@ -155,9 +152,9 @@ def _reliability(s: dict) -> tuple[str, str] | None:
     return caption, chart
 
 
-def _pass_map(s: dict) -> tuple[str, str]:
-    tasks = sorted(s["per_task"], key=lambda t: (-t["correct"], t["task_id"]))
-    shown = [(t["task_id"], t["cells"]) for t in tasks[:PASS_MAP_ROWS]]
+def _pass_map(s: RunReport) -> tuple[str, str]:
+    tasks = sorted(s.per_task, key=lambda t: (-t.correct, t.task_id))
+    shown = [(t.task_id, t.cells) for t in tasks[:PASS_MAP_ROWS]]
     more = len(tasks) - len(shown)
     caption = "Task-by-rollout pass map (grade), tasks with most passes first." + (
         f" {more} more tasks not drawn." if more > 0 else ""
@@ -165,14 +162,13 @@ def _pass_map(s: dict) -> tuple[str, str]:
     return caption, heatmap("Pass map", shown, PASS_MAP_COLORS, PASS_MAP_LEGEND)
 
 
-def render_html(summary: RunReport | dict) -> str:
+def render_html(s: RunReport) -> str:
     """The whole ``report.html``."""
-    s = as_dict(summary)
     tables = {t.key: t for t in all_tables(s)}
     figures = "".join(f"<figure>{svg}<figcaption>{escape(cap)}</figcaption></figure>" for cap, svg in charts(s))
     intro = (
-        f"Model <code>{escape(str(s.get('model') or '?'))}</code>, N = {s['n']}, {s['tasks']} tasks; "
-        f"generated {escape(s['generated_at'])}. Every figure is also in <code>summary.json</code>."
+        f"Model <code>{escape(str(s.model or '?'))}</code>, N = {s.n}, {s.tasks} tasks; "
+        f"generated {escape(s.generated_at)}. Every figure is also in <code>summary.json</code>."
     )
     order = [k for k in ("headline", "flags", "budget", "scaling", "selectors") if k in tables]
     body = "".join(_table(tables[k]) for k in order) + f'<h2 id="plots">Plots</h2>{figures}'
@@ -180,8 +176,8 @@ def render_html(summary: RunReport | dict) -> str:
     body += "".join(_table(tables[k]) for k in later if k in tables)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>agentbon report — {escape(s['run_id'])}</title><style>{CSS}</style></head>"
-        f"<body><h1>agentbon report — {escape(s['run_id'])}</h1><p>{intro}</p>{body}</body></html>\n"
+        f"<title>agentbon report — {escape(s.run_id)}</title><style>{CSS}</style></head>"
+        f"<body><h1>agentbon report — {escape(s.run_id)}</h1><p>{intro}</p>{body}</body></html>\n"
     )
 
 

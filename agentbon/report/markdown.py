@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentbon.report.schema import RunReport, as_dict
+from agentbon.report.schema import RunReport
 from agentbon.report.tables import Table, all_tables
 
 
@@ -21,15 +21,14 @@ def md_table(table: Table, level: int = 2) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_markdown(summary: RunReport | dict) -> str:
+def render_markdown(s: RunReport) -> str:
     """The whole ``report.md``."""
-    summary = as_dict(summary)
     head = [
-        f"# agentbon report — {summary['run_id']}",
+        f"# agentbon report — {s.run_id}",
         "",
-        f"Model `{summary.get('model') or '?'}`, N = {summary['n']}, {summary['tasks']} tasks; "
-        f"generated {summary['generated_at']}. Plots: `report.html`; every figure: `summary.json`.",
+        f"Model `{s.model or '?'}`, N = {s.n}, {s.tasks} tasks; "
+        f"generated {s.generated_at}. Plots: `report.html`; every figure: `summary.json`.",
         "",
         "",
     ]
-    return "\n".join(head) + "\n".join(md_table(t) for t in all_tables(summary))
+    return "\n".join(head) + "\n".join(md_table(t) for t in all_tables(s))

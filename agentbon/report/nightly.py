@@ -25,7 +25,7 @@ from pathlib import Path
 
 from agentbon.report.tables import Table
 from agentbon.store import RunStore
-from agentbon.types import Task
+from agentbon.types import Task, is_git_url
 
 ORDER = ("newly failing", "newly solved", "infra", "not run", "new task", "dropped", "still unsolved", "still solved")
 NO_RESULT = ("infra", "not run")
@@ -48,7 +48,7 @@ def repository(task: Task) -> str:
     if task.metadata.get("repo"):
         return task.metadata["repo"]
     url = task.repo.url.rstrip("/")
-    if "://" in url or "@" in url.split("/", 1)[0]:
+    if is_git_url(url):
         return "/".join(url.removesuffix(".git").replace(":", "/").split("/")[-2:])
     path = Path(url)
     return path.parent.name if path.suffix == ".bundle" else path.name
@@ -61,7 +61,8 @@ def _normalised(patch: str) -> str:
 def states(store: RunStore, primary: str | None) -> dict[str, TaskState]:
     """Each task's state in one run; ``primary`` None (no selection made yet) reads the run's configured first."""
     rollouts, grades = store.rollouts(), store.verdicts("grade")
-    primary = primary or next(iter((store.config().get("select") or {}).get("selectors") or []), None)
+    recorded = store.config()
+    primary = primary or next(iter(recorded.select.selectors if recorded else []), None)
     # A selection a later infrastructure failure replaced no longer stands: the task has no result (not run).
     winners = {s.task_id: s.winner for s in store.standing_selections() if s.selector == primary}
     out = {}

@@ -247,6 +247,12 @@ class Calibration(Part):
     notes: list[str] = Field(default_factory=list)
 
 
+class MostGiven(Part):
+    task_id: str
+    rollouts: int
+    """Rollouts the allocator added to the task."""
+
+
 class BudgetPart(Part):
     """A batch budget's spending and its replayed uniform split (report/budget.py)."""
 
@@ -257,7 +263,7 @@ class BudgetPart(Part):
     spent: int
     decisions: int
     tasks_given_more: int
-    most_given: list[dict[str, Any]] = Field(default_factory=list)
+    most_given: list[MostGiven] = Field(default_factory=list)
     solved: int
     solved_first: int
     uniform_share: int
@@ -285,13 +291,21 @@ class FrontierPolicy(Part):
     """Tokens the critic spent ranking this policy's candidates, where it calls a model and recorded them."""
 
 
+class Anchor(Part):
+    """A published figure to compare the frontier with (``frontier.ANCHOR``)."""
+
+    throughput: float
+    accuracy_drop_pct: float
+    what: str
+
+
 class Frontier(Part):
     """Staged verification replayed from the run (report/frontier.py)."""
 
     policies: list[FrontierPolicy]
     critic: str
     critic_tokens: int | str
-    anchor: dict[str, Any]
+    anchor: Anchor
     parse_stage: bool = False
     """Whether the run recorded the parse stage, and so the ``parses, then ...`` policies are shown."""
     unparsed: int = 0
@@ -313,6 +327,135 @@ class Frontier(Part):
     tasks_left_out: list[str] = Field(default_factory=list)
     """Tasks whose critic (or a replayed selector's) selection failed on infrastructure: out of every policy, never
     scored 0 (docs/failure-taxonomy.md, "Selection")."""
+
+
+class HarnessReport(Part):
+    """SWE-bench harness report keys (schema_version 2): over tasks at the top of ``RunReport``, over rollout ids in
+    its ``rollout_report`` (report/instances.py)."""
+
+    total_instances: int
+    submitted_instances: int
+    completed_instances: int
+    resolved_instances: int
+    unresolved_instances: int
+    empty_patch_instances: int
+    error_instances: int
+    completed_ids: list[str]
+    incomplete_ids: list[str]
+    empty_patch_ids: list[str]
+    submitted_ids: list[str]
+    resolved_ids: list[str]
+    unresolved_ids: list[str]
+    error_ids: list[str]
+    schema_version: int
+
+
+CostUnit = Literal["usd", "tokens"]
+"""``usd`` where the report's prices are set, else ``tokens`` (report/costs.py)."""
+
+
+class SelectorCost(Part):
+    per_solved_task: float | None
+    """The cost at ``Cost.per_solved_k`` over the tasks solved there (None where nothing is measured or solved)."""
+    per_extra_point: list[float | None]
+    """Per doubling of k, the cost of one more point of selected accuracy (None: the step bought nothing)."""
+
+
+class Cost(Part):
+    """What the rollouts and the selection cost, and what a point costs (report/costs.py)."""
+
+    rollouts: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    total_tokens: int
+    sandbox_s: float
+    verify_evidence_s: float
+    verify_grade_s: float
+    rollout_wall_p50_s: float
+    rollout_wall_p99_s: float
+    critical_path_p50_s: float
+    critical_path_p99_s: float
+    critical_path_max_s: float
+    unit: CostUnit
+    sample_cost: float | None
+    scoring_cost: float | None
+    cost_at_k: list[float | None]
+    """Per k, best-of-k over the tasks in the curves."""
+    cost_tasks: int | None = None
+    """Tasks the costs are over (those in the curves; None in summaries before it)."""
+    per_solved_k: int | None = None
+    """The largest measured k, where a cost per solved task is taken."""
+    coverage_per_extra_point: list[float | None]
+    selectors: dict[str, SelectorCost]
+
+
+class Engine(Part):
+    """One engine actor of one invocation (``models.actors.engine_time``)."""
+
+    engine: int
+    gpus: int
+    busy_s: float
+    alive_s: float
+    requests: int
+    completion_tokens: int
+    tokens_per_s: float | None
+    invocation: int
+    """The invocation of the run (0 first, a resume after) whose engine this is."""
+
+
+class Serving(Part):
+    """The model serving's figures over the run's invocations (``model_stats`` and ``launcher`` events)."""
+
+    launcher: str | None
+    launcher_reason: str | None = None
+    launcher_figures: dict[str, float] | None = None
+    source: str | None
+    start_s: list[float]
+    prefix_cache_queries: int | None
+    prefix_cache_hits: int | None
+    prefix_cache_hit_rate: float | None
+    gpu_s: float | None = None
+    """Engine busy seconds x GPUs, over every invocation."""
+    gpu_held_s: float | None = None
+    """Engine seconds alive x GPUs."""
+    engine_busy_s: float | None = None
+    engines: list[Engine] = Field(default_factory=list)
+
+
+class BreakEven(Part):
+    """Best-of-N at N against an RL run that reaches the same accuracy at N = 1."""
+
+    n: int
+    unit: CostUnit
+    extra_cost_per_request: float | None
+    training_cost: float | None
+    requests: float | None
+    """Requests after which the RL run is cheaper (None without ``report.rl_training_cost``)."""
+
+
+class Theory(Part):
+    kl_bound_nats: dict[str, float]
+    """k (as text) → the bound on KL(best-of-k ‖ base) in nats."""
+    break_even: BreakEven
+
+
+class Reference(Part):
+    """A published best-of-N figure (report/references.py): fractions at ``n`` samples; None where not given."""
+
+    name: str
+    benchmark: str
+    n: int
+    pass_at_1: float | None
+    coverage: float | None
+    selected: float | None
+    selection_loss: float | None
+    points_per_doubling: float | None
+
+
+class References(Part):
+    label: str
+    entries: list[Reference]
 
 
 class TaskRow(Part):
@@ -366,14 +509,14 @@ class RunReport(Part):
     unresolved_ids: list[str]
     error_ids: list[str]
     schema_version: int
-    rollout_report: dict[str, Any]
+    rollout_report: HarnessReport
     """The same keys over rollout ids."""
     metrics: Metrics
     scaling: Scaling
-    cost: dict[str, Any]
-    serving: dict[str, Any] | None
-    theory: dict[str, Any]
-    references: dict[str, Any]
+    cost: Cost
+    serving: Serving | None
+    theory: Theory
+    references: References
     per_task: list[TaskRow]
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -383,16 +526,6 @@ class RunReport(Part):
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready dict with the file's keys."""
         return self.model_dump(mode="json", by_alias=True)
-
-
-def as_report(summary: RunReport | dict[str, Any]) -> RunReport:
-    """A RunReport from itself or from ``summary.json``'s dict (validated)."""
-    return summary if isinstance(summary, RunReport) else RunReport.model_validate(summary)
-
-
-def as_dict(summary: RunReport | dict[str, Any]) -> dict[str, Any]:
-    """``summary.json``'s dict from a RunReport (a dict passes through)."""
-    return summary.to_dict() if isinstance(summary, RunReport) else summary
 
 
 def read_summary(path: Path) -> RunReport:

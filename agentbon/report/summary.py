@@ -9,10 +9,10 @@ from collections.abc import Callable
 import numpy as np
 from pydantic import ValidationError
 
-from agentbon.config import ReportConfig
+from agentbon.config import ReportConfig, RunConfig
 from agentbon.errors import ConfigError
 from agentbon.metrics import doubling_ks
-from agentbon.orchestrate.events import Allocated, LauncherChosen
+from agentbon.orchestrate.events import Allocated, LauncherChosen, ModelStats
 from agentbon.report.budget import budget_section
 from agentbon.report.calibration import calibration_section
 from agentbon.report.compute import Band, Curves, Estimator, compute_curves
@@ -21,7 +21,7 @@ from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA
 from agentbon.report.flags import flag_section
 from agentbon.report.frontier import frontier_section
 from agentbon.report.instances import rollout_report, winner_report
-from agentbon.report.references import LABEL, REFERENCES
+from agentbon.report.references import references_section
 from agentbon.report.scaling import scaling
 from agentbon.report.schema import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport
 from agentbon.select import SELECTORS
@@ -34,9 +34,9 @@ ESTIMATORS: dict[str, Estimator] = {name: cls.estimator for name, cls in SELECTO
 docs/estimators.md section 4); a name no longer in the registry is read as a ranking."""
 
 
-def report_options(config: dict, **overrides: object) -> ReportConfig:
+def report_options(config: RunConfig, **overrides: object) -> ReportConfig:
     """The run config's ``report`` section, with explicit overrides; a bad value names its field."""
-    raw = {**(config.get("report") or {}), **{k: v for k, v in overrides.items() if v is not None}}
+    raw = {**dict(config.report), **{k: v for k, v in overrides.items() if v is not None}}
     try:
         return ReportConfig.model_validate(raw)
     except ValidationError as e:
@@ -96,31 +96,29 @@ def without_left_out(curves: Curves, data: RunData, curves_of: Callable[[np.ndar
 
 def serving_stats(store: RunStore) -> dict | None:
     """The model serving's figures over the run's invocations (``model_stats`` events); None when none recorded."""
-    events = store.events_of("model_stats")
+    events = store.recorded(ModelStats)
     chosen = store.recorded(LauncherChosen)  # why this server ran (models/choice.py), at each invocation's start
     if not events and not chosen:
         return None
-    queries = sum(e.get("prefix_cache_queries") or 0 for e in events)
-    hits = sum(e.get("prefix_cache_hits") or 0 for e in events)
-    known = any("prefix_cache_queries" in e for e in events)
-    timed = [e for e in events if "gpu_s" in e]  # engine actors report their busy time and GPUs
-    engines = [
-        {**row, "invocation": i} for i, e in enumerate(events) for row in (e.get("per_engine") or [])
-    ]  # fmt: skip
-    last = events[-1] if events else {}
+    counted = [e for e in events if e.prefix_cache_queries is not None]
+    queries = sum(e.prefix_cache_queries or 0 for e in counted)
+    hits = sum(e.prefix_cache_hits or 0 for e in counted)
+    timed = [e for e in events if e.gpu_s is not None]  # engine actors report their busy time and GPUs
+    engines = [{**row, "invocation": i} for i, e in enumerate(events) for row in e.per_engine]
+    last = events[-1] if events else None
     return {
-        "launcher": last.get("launcher") or (chosen[-1].launcher if chosen else None),
+        "launcher": (last.launcher if last else None) or (chosen[-1].launcher if chosen else None),
         "launcher_reason": chosen[-1].reason if chosen else None,
         "launcher_figures": chosen[-1].figures if chosen else None,
-        "source": last.get("source"),
-        "start_s": [e["start_s"] for e in events if e.get("start_s") is not None],
-        "prefix_cache_queries": queries if known else None,
-        "prefix_cache_hits": hits if known else None,
+        "source": last.source if last else None,
+        "start_s": [e.start_s for e in events if e.start_s is not None],
+        "prefix_cache_queries": queries if counted else None,
+        "prefix_cache_hits": hits if counted else None,
         "prefix_cache_hit_rate": round(hits / queries, 6) if queries else None,
         # Over every invocation of the run (a resume starts engines again): busy x GPUs, alive x GPUs.
-        "gpu_s": round(sum(e["gpu_s"] for e in timed), 3) if timed else None,
-        "gpu_held_s": round(sum(e.get("gpu_held_s") or 0 for e in timed), 3) if timed else None,
-        "engine_busy_s": round(sum(e.get("engine_busy_s") or 0 for e in timed), 3) if timed else None,
+        "gpu_s": round(sum(e.gpu_s or 0.0 for e in timed), 3) if timed else None,
+        "gpu_held_s": round(sum(e.gpu_held_s or 0.0 for e in timed), 3) if timed else None,
+        "engine_busy_s": round(sum(e.engine_busy_s or 0.0 for e in timed), 3) if timed else None,
         "engines": engines,
     }
 
@@ -148,12 +146,6 @@ def _selector_block(data: RunData, curves: Curves, name: str) -> dict:
     }
 
 
-def _kind(text: str | None) -> str:
-    """The error kind at the head of a message (``DockerError: ...`` → ``DockerError``), else ``other``."""
-    head = (text or "").split(":", 1)[0].strip()
-    return head if head.isidentifier() else "other"
-
-
 def infra_section(data: RunData) -> dict:
     """Infra errors left in the store (rollouts, verifications) by kind, and the failed attempts the run logged."""
     rollouts = [r for r in data.rollouts.values() if r.status == "infra_error"]
@@ -161,9 +153,9 @@ def infra_section(data: RunData) -> dict:
     events = data.infra_events
     return {
         "rollouts": len(rollouts),
-        "rollouts_by_kind": dict(Counter(r.exit_status or _kind(r.error) for r in rollouts)),
+        "rollouts_by_kind": dict(Counter(r.exit_status or "other" for r in rollouts)),  # the failure's kind
         "verifications": len(verdicts),
-        "verifications_by_kind": dict(Counter(_kind(v.reason) for v in verdicts)),
+        "verifications_by_kind": dict(Counter(v.error_kind or "VerifyInfra" for v in verdicts)),
         "attempts_failed": len(events),
         "attempts_by_kind": dict(Counter(e.error or "other" for e in events)),
         "attempts_retried": sum(1 for e in events if e.retry),
@@ -212,14 +204,14 @@ def build_report(store: RunStore, data: RunData | None = None, **overrides: obje
     scale = scaling(curves, options.targets)
     for name in data.oracles:  # the oracle is reported as such, never in the scaling table's selectors
         scale["selectors"].pop(name, None)
-        costs["selectors"].pop(name, None)
+        costs.selectors.pop(name, None)
     in_curves = curve_n[curves.included]
     summary: dict = {
         "schema": SUMMARY_SCHEMA,
         "version": SUMMARY_VERSION,
         "run_id": data.run_id,
         "generated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "model": (data.config.get("model") or {}).get("name"),
+        "model": data.config.model.name,
         "n": data.n,
         "ks": curves.ks,
         "tasks": len(data.task_ids),
@@ -261,8 +253,8 @@ def build_report(store: RunStore, data: RunData | None = None, **overrides: obje
         "scaling": scale,
         "cost": costs,
         "serving": serving_stats(store),
-        "theory": theory_section(data.n, costs["sample_cost"], costs["scoring_cost"], options, costs["unit"]),
-        "references": {"label": LABEL, "entries": REFERENCES},
+        "theory": theory_section(data.n, costs.sample_cost, costs.scoring_cost, options, costs.unit),
+        "references": references_section(),
         "per_task": [
             {
                 "task_id": task_id,

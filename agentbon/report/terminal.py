@@ -23,7 +23,7 @@ def rich_table(table: Table) -> RichTable:
 
 
 def print_summary(
-    summary: RunReport | dict, console: Console | None = None, keys: tuple[str, ...] | None = None
+    summary: RunReport, console: Console | None = None, keys: tuple[str, ...] | None = None
 ) -> None:
     """Print the summary's tables (all, or those whose key is in ``keys``)."""
     console = console or make_console()

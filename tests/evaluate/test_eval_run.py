@@ -62,7 +62,8 @@ def test_eval_grades_predictions_and_writes_the_harness_summary(tmp_path: Path) 
     forms = (patch("nope"), json.dumps(patch("nope"))[1:-1])  # as written, and inside a JSON string
     copies = {f.name: sum(f.read_text(errors="replace").count(x) for x in forms) for f in result.path.rglob("*") if f.is_file()}
     assert {name: n for name, n in copies.items() if n} == {"events.jsonl": 1}
-    assert store.config()["model"]["name"] == MODEL and store.config()["n"] == 1
+    recorded = store.config()
+    assert recorded is not None and recorded.model.name == MODEL and recorded.n == 1
     # Only the grade runs: no agent, no evidence verification.
     assert sorted(verifications(tmp_path)) == ["a/0 grade", "b/0 grade", "d/0 grade"]
     assert {v.status for v in store.verdicts("evidence").values()} == {"undecided"}
@@ -231,5 +232,5 @@ def test_cli_timeout_is_the_harness_option(tmp_path: Path, monkeypatch: pytest.M
     done = invoke(tmp_path, monkeypatch, suite, write_jsonl(tmp_path / "p.jsonl", [pred("a", patch("FIX"))]), "-t", "7")
     assert done.exit_code == 0, done.output
     [run] = (tmp_path / "runs").iterdir()
-    assert RunStore(run).config()["verify"]["timeout_s"] == 7
+    assert RunStore(run).config_data()["verify"]["timeout_s"] == 7
     assert "--timeout" in CliRunner().invoke(app, ["eval", "--help"]).output

@@ -36,7 +36,8 @@ def test_run_then_same_command_resumes(tmp_path: Path, monkeypatch: pytest.Monke
     run_dirs = list((tmp_path / "runs").iterdir())
     assert len(run_dirs) == 1 and run_dirs[0].name.startswith("suite-fake-")
     store = RunStore(run_dirs[0])
-    assert store.config()["n"] == 2 and store.config()["select"]["selectors"] == ["first", "oracle"]
+    recorded = store.config()
+    assert recorded is not None and recorded.n == 2 and recorded.select.selectors == ["first", "oracle"]
     assert store.verdicts("grade")["a/1"].status == "pass"
     again = invoke(*args)
     assert again.exit_code == 0 and "0 rollouts planned, 4 already done" in again.output

@@ -36,4 +36,4 @@ def test_the_server_serves_logprobs_exactly_when_a_selector_asks_the_judge(
     )
     result = run_batch(make_tasks(tmp_path, ["a"]), cfg, factories=factories)
     assert started and {model.logprobs for model in started} == {asked}
-    assert RunStore(result.path).config()["model"]["logprobs"] is asked  # the run records how its server ran
+    assert RunStore(result.path).config_data()["model"]["logprobs"] is asked  # the run records how its server ran

@@ -89,7 +89,7 @@ def test_every_changed_setting_is_named_with_both_values(tmp_path: Path) -> None
 
 def test_a_run_recorded_by_an_older_version_resumes_with_its_missing_settings_at_their_defaults(tmp_path: Path) -> None:
     store = stored(tmp_path)
-    old = store.config()
+    old = store.config_data()
     for section, key in (("verify", "fail_to_pass_first"), ("verify", "flaky"), ("agent", "context_lines")):
         del old[section][key]  # settings that version did not have
     del old["budget_first"]

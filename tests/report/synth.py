@@ -163,7 +163,7 @@ def set_test_times(
     those in ``p2p_only_fails``, which fail only the other (the latest task definition and verdict win). ``live``:
     the run verified FAIL_TO_PASS first itself, so a candidate that failed that test stopped there, its PASS_TO_PASS
     test not run and its seconds less that test's."""
-    config = store.config()
+    config = store.config_data()
     tasks = []
     for t in store.tasks():
         f2p, p2p = f"test_{t.task_id}.py::test_value", f"test_{t.task_id}.py::test_other"

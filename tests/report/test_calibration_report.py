@@ -7,7 +7,7 @@ import numpy as np
 from synth import flip_evidence, make_run
 
 from agentbon.critic import calibration as cal
-from agentbon.report import build_summary, render_html, render_markdown
+from agentbon.report import build_report, build_summary, render_html, render_markdown
 from agentbon.report.schema import RunReport
 
 GRID = {"a": "PFFF", "b": "PPFF", "c": "FFFF", "d": "PFPF", "e": "FFPF", "f": "PPPF"}
@@ -57,7 +57,7 @@ def test_one_grade_only_leaves_auroc_undefined_and_the_classifier_unfitted(tmp_p
 
 def test_the_report_shows_the_table_and_the_reliability_diagram(tmp_path):
     store = make_run(tmp_path, GRID, {"critic": CRITIC})
-    s = build_summary(store)
+    s = build_report(store)
     md, html = render_markdown(s), render_html(s)
     assert "## Critics against the grade" in md and "| evidence passed | baseline |" in md
     assert "The run's selectors used heuristic-prior" in md

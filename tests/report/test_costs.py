@@ -9,7 +9,7 @@ import pytest
 import yaml
 from synth import make_run
 
-from agentbon.report import build_summary, render_markdown
+from agentbon.report import RunReport, build_summary, render_markdown
 
 # b has an infra error (3 samples: k = 4 is not measured), d nothing but infra errors (not in the curves).
 GRID = {"a": "PFFF", "b": "FFPI", "c": "FPPF", "d": "IIII"}
@@ -44,7 +44,7 @@ def test_cost_per_solved_task_is_the_cost_and_the_solved_at_one_k_over_the_curve
     assert cost["selectors"]["tests"]["per_solved_task"] == pytest.approx(len(in_curves) * k * per_rollout / solved)
     for i, each in enumerate(s["ks"]):  # best-of-k over the tasks whose accuracy the curves give
         assert cost["cost_at_k"][i] == pytest.approx(len(in_curves) * each * per_rollout)
-    assert "| cost per solved task at k = 2 (tests) |" in render_markdown(s)
+    assert "| cost per solved task at k = 2 (tests) |" in render_markdown(RunReport.model_validate(s))
 
 
 def set_top(store, **values) -> None:

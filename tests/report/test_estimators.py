@@ -11,7 +11,7 @@ from synth import make_run
 
 from agentbon.errors import ConfigError
 from agentbon.metrics import pass_at_k
-from agentbon.report import build_report, build_summary, read_summary, render_markdown, write_reports
+from agentbon.report import RunReport, build_report, build_summary, read_summary, render_markdown, write_reports
 from agentbon.report.scaling import stop_call
 from agentbon.types import Rollout, Verdict
 from tests.metrics.softmax_brute import brute
@@ -72,7 +72,7 @@ def test_early_stopped_tasks_draw_curves_from_the_fixed_part_only(tmp_path):
     early = s["early_stop"]
     assert early["rollouts_not_run"] == 3 and early["est_sandbox_s_saved"] == 60.0
     assert [t["task_id"] for t in early["tasks"]] == ["e", "g"] and early["tasks"][0]["fixed"] == 4
-    md = render_markdown(s)
+    md = render_markdown(RunReport.model_validate(s))
     assert "early stop: rollouts not run / est. sandbox-seconds saved | 3 / 60" in md
     assert "Early stop cut 2 tasks short; their curves use only rollouts 0..3" in md and ": e, g." in md
 
@@ -83,7 +83,7 @@ def test_k_above_a_tasks_sample_count_is_not_measured(tmp_path):
     assert s["metrics"]["measured"] == [True, True, False]
     assert s["metrics"]["selectors"]["tests"]["selected"]["mean"][2] is None
     assert s["scaling"]["coverage"]["gain"][1] is None
-    md = render_markdown(s)
+    md = render_markdown(RunReport.model_validate(s))
     assert "| 4 | not measured |" in md and "coverage@4 | not measured" in md
     assert "not measured: k above 2 (a task in the curves has only 2 samples" in md
 
@@ -93,7 +93,7 @@ def test_a_target_already_reached_is_not_extrapolated(tmp_path):
     s = build_summary(make_run(tmp_path, grid, {"tests": {t: [1.0] * 8 for t in grid}}))
     targets = s["scaling"]["selectors"]["tests"]["targets"]
     assert {"target": 1.0, "reached_at_k": 1, "extrapolated_k": None} in targets
-    md = render_markdown(s)
+    md = render_markdown(RunReport.model_validate(s))
     assert "100.0% reached at k = 1" in md and "needs k ≈" not in md
 
 
@@ -119,7 +119,8 @@ def test_a_grade_infra_error_is_left_out_of_n(tmp_path):
     assert s["rollouts"]["grade_infra_error"] == 1 and s["rollouts"]["left_out"] == 1
     assert s["infra"]["verifications"] == 1 and s["infra"]["verifications_by_kind"] == {"DockerError": 1}
     assert s["metrics"]["pass@1"]["mean"] == pytest.approx((1 / 3 + 1 / 4) / 2, abs=1e-6)
-    assert "Left out of n (1): 1 grade verifications that hit infra errors" in render_markdown(s)
+    md = render_markdown(RunReport.model_validate(s))
+    assert "Left out of n (1): 1 grade verifications that hit infra errors" in md
 
 
 def test_summary_json_is_a_versioned_model_that_reads_back(tmp_path):
@@ -149,9 +150,10 @@ def test_rollouts_that_ran_as_root_are_counted_and_named(tmp_path):
                                    isolation=f"docker (as root: {why})"), [])  # fmt: skip
     s = build_summary(store)
     assert s["rollouts"]["isolation"] == {"docker": 2, f"docker (as root: {why})": 1}
-    assert f"Weaker isolation than a hardened sandbox: 1 rollout docker (as root: {why})." in render_markdown(s)
+    md = render_markdown(RunReport.model_validate(s))
+    assert f"Weaker isolation than a hardened sandbox: 1 rollout docker (as root: {why})." in md
     plain = build_summary(make_run(tmp_path / "plain", {"t": "PF"}, {"tests": {"t": [1, 0]}}))
-    assert "Weaker isolation" not in render_markdown(plain)
+    assert "Weaker isolation" not in render_markdown(RunReport.model_validate(plain))
 
 
 def test_soft_bon_too_large_for_the_exact_sum_is_estimated_and_says_so(tmp_path):
@@ -160,7 +162,7 @@ def test_soft_bon_too_large_for_the_exact_sum_is_estimated_and_says_so(tmp_path)
     store = make_run(tmp_path, GRID, {"soft-bon": logits}, oracle=False, selectors_order=["soft-bon"])
     exact = build_summary(store)
     assert exact["metrics"]["selectors"]["soft-bon"]["estimate"] is None  # a run this small: the exact sum
-    assert "unbiased estimate" not in render_markdown(exact)
+    assert "unbiased estimate" not in render_markdown(RunReport.model_validate(exact))
     s = build_summary(store, soft_bon="estimate")
     block = s["metrics"]["selectors"]["soft-bon"]
     assert block["estimate"]["draws"] == 64  # a small run gets the most draws
@@ -168,7 +170,7 @@ def test_soft_bon_too_large_for_the_exact_sum_is_estimated_and_says_so(tmp_path)
     assert se[0] == pytest.approx(0.0, abs=1e-9) and all(v > 0 for v in se[1:3])  # k = 1 is exact in every draw
     for got, want, err in zip(block["selected"]["mean"], exact["metrics"]["selectors"]["soft-bon"]["selected"]["mean"], se, strict=True):
         assert abs(got - want) <= 5 * err + 1e-6
-    md = render_markdown(s)
+    md = render_markdown(RunReport.model_validate(s))
     assert "soft-bon: selected@k is an unbiased estimate of the expectation of its draw, not the exact sum" in md
     assert "(64 draw(s) of each kind per task" in md and "selected@k is the exact expectation" not in md
     assert read_summary_roundtrip(tmp_path, s)["metrics"]["selectors"]["soft-bon"]["estimate"] == block["estimate"]

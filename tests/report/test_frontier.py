@@ -3,11 +3,11 @@ accuracy against the container-seconds those tests cost, per policy, in the summ
 
 from __future__ import annotations
 
-from pytest import approx
+import pytest
 from synth import flip_evidence, make_run, set_parses, set_test_times
 from test_calibration_report import CRITIC, GRID
 
-from agentbon.report import build_summary, render_html, render_markdown
+from agentbon.report import RunReport, build_report, build_summary, render_html, render_markdown
 
 
 def test_each_policy_tests_fewer_candidates_and_pays_in_accuracy_where_the_critic_errs(tmp_path):
@@ -18,11 +18,11 @@ def test_each_policy_tests_fewer_candidates_and_pays_in_accuracy_where_the_criti
                         "critic alone"]  # fmt: skip
     full = by["tests on all, then critic"]
     assert full["tested"] == 24 and full["container_s"] == 24 * 1.5  # synth: 1.5 s per evidence run
-    assert full["accuracy"] == approx(5 / 6)  # evidence == grade: every task with a pass is solved (c has none)
+    assert full["accuracy"] == pytest.approx(5 / 6)  # evidence == grade: every task with a pass is solved (c has none)
     top1 = by["critic, tests on top 1"]
     assert top1["tested"] == 6 and top1["throughput"] == 4.0
     # The critic's top candidate passes in a, b, d, f and fails in e (its pass is third): 4 of 6.
-    assert top1["accuracy"] == approx(4 / 6) and top1["accuracy_drop_points"] == round(100 / 6, 3)
+    assert top1["accuracy"] == pytest.approx(4 / 6) and top1["accuracy_drop_points"] == round(100 / 6, 3)
     assert by["critic, tests on top 2"]["tested"] == 12
     alone = by["critic alone"]
     assert alone["tested"] == 0 and alone["throughput"] is None and alone["accuracy"] == top1["accuracy"]
@@ -34,12 +34,12 @@ def test_wrong_evidence_is_what_testing_more_candidates_risks(tmp_path):
     store = make_run(tmp_path, GRID, {"critic": CRITIC})
     flip_evidence(store, ["a/1"])  # a failing candidate the evidence passes; the critic ranks it low
     by = {p["policy"]: p for p in build_summary(store)["frontier"]["policies"]}
-    assert by["critic, tests on top 1"]["accuracy"] == approx(4 / 6)
-    assert by["tests on all, then critic"]["accuracy"] == approx(5 / 6)  # a/0 still wins a: passes and outranks a/1
+    assert by["critic, tests on top 1"]["accuracy"] == pytest.approx(4 / 6)
+    assert by["tests on all, then critic"]["accuracy"] == pytest.approx(5 / 6)  # a/0 still wins a: passes and outranks a/1
 
 
 def test_the_report_shows_the_frontier_and_needs_recorded_critic_scores(tmp_path):
-    s = build_summary(make_run(tmp_path, GRID, {"critic": CRITIC}))
+    s = build_report(make_run(tmp_path, GRID, {"critic": CRITIC}))
     md, html = render_markdown(s), render_html(s)
     assert "## Staged verification: accuracy against verification cost" in md and "11.6x" in md
     assert "Accuracy against verification cost" in html
@@ -53,15 +53,15 @@ def test_the_parse_stage_drops_what_does_not_compile_before_the_critic_ranks(tmp
     s = build_summary(store)
     f = s["frontier"]
     by = {p["policy"]: p for p in f["policies"]}
-    assert f["parse_stage"] and by["critic, tests on top 1"]["accuracy"] == approx(4 / 6)  # unfiltered: as before
+    assert f["parse_stage"] and by["critic, tests on top 1"]["accuracy"] == pytest.approx(4 / 6)  # unfiltered: as before
     staged = by["parses, then critic, tests on top 1"]
-    assert staged["accuracy"] == approx(5 / 6) and staged["tested"] == 6  # e/2 is e's top once e/3 is gone
-    assert by["parses, then critic alone"]["accuracy"] == approx(5 / 6)
+    assert staged["accuracy"] == pytest.approx(5 / 6) and staged["tested"] == 6  # e/2 is e's top once e/3 is gone
+    assert by["parses, then critic alone"]["accuracy"] == pytest.approx(5 / 6)
     assert by["parses, then tests on all, then critic"]["tested"] == 23  # only e/3 left out: c keeps all four
     assert "tests on all, then critic" == f["policies"][0]["policy"]  # the baseline of every ratio
     assert f["unparsed"] == 5 and f["candidates"] == 24
     assert '"parses, then": a task\'s candidates whose changed Python files do not all compile (5 of 24 here)' in (
-        render_markdown(s)
+        render_markdown(RunReport.model_validate(s))
     )
 
 
@@ -75,16 +75,16 @@ def test_the_fail_to_pass_tests_first_drop_candidates_at_a_fraction_of_the_cost(
     by = {p["policy"]: p for p in f["policies"]}
     assert f["subset_stage"] and f["subset_costed"] == 24 and f["subset_dropped"] == 24 - 9 - 1  # 9 pass; e/3
     full, staged = by["tests on all, then critic"], by["FAIL_TO_PASS first, then tests on all, then critic"]
-    assert staged["accuracy"] == full["accuracy"] == approx(5 / 6)  # an evidence pass needs its FAIL_TO_PASS test
+    assert staged["accuracy"] == full["accuracy"] == pytest.approx(5 / 6)  # an evidence pass needs its FAIL_TO_PASS test
     # 24 candidates x 0.5 s (fixed part and the FAIL_TO_PASS test), then the rest (1.0 s) on the 14 that go on:
     # a/0, b/0-1, d/0, d/2, e/2-3, f/0-2, and c's four (all of c's failed it, so none of them is dropped).
-    assert staged["container_s"] == approx(24 * 0.5 + 14 * 1.0) and staged["tested"] == 14
-    assert staged["throughput"] == approx(36 / 26, abs=1e-3)
+    assert staged["container_s"] == pytest.approx(24 * 0.5 + 14 * 1.0) and staged["tested"] == 14
+    assert staged["throughput"] == pytest.approx(36 / 26, abs=1e-3)
     top1 = by["FAIL_TO_PASS first, then critic, tests on top 1"]
-    assert top1["accuracy"] == approx(4 / 6)  # e/3 survives and is e's top: tested, it fails, and is chosen anyway
-    assert by["FAIL_TO_PASS first, then critic, tests on top 2"]["accuracy"] == approx(5 / 6)
-    assert by["FAIL_TO_PASS first, then critic alone"]["container_s"] == approx(12.0)
-    md = render_markdown(build_summary(store))
+    assert top1["accuracy"] == pytest.approx(4 / 6)  # e/3 survives and is e's top: tested, it fails, and is chosen anyway
+    assert by["FAIL_TO_PASS first, then critic, tests on top 2"]["accuracy"] == pytest.approx(5 / 6)
+    assert by["FAIL_TO_PASS first, then critic alone"]["container_s"] == pytest.approx(12.0)
+    md = render_markdown(build_report(store))
     assert "the 14 of 24 candidates one failed are dropped" in md
 
 
@@ -96,11 +96,11 @@ def test_a_run_that_verified_fail_to_pass_first_itself_says_so_and_costs_what_it
     by = {p["policy"]: p for p in f["policies"]}
     assert f["subset_live"] == 14 and f["subset_dropped"] == 14
     # What the run spent: 14 candidates stopped after 0.5 s, 10 ran both calls (1.5 s).
-    assert by["tests on all, then critic"]["container_s"] == approx(14 * 0.5 + 10 * 1.5)
+    assert by["tests on all, then critic"]["container_s"] == pytest.approx(14 * 0.5 + 10 * 1.5)
     staged = by["FAIL_TO_PASS first, then tests on all, then critic"]
-    assert staged["container_s"] == approx(14 * 0.5 + 10 * 1.5) and staged["accuracy"] == approx(5 / 6)
+    assert staged["container_s"] == pytest.approx(14 * 0.5 + 10 * 1.5) and staged["accuracy"] == pytest.approx(5 / 6)
     assert "This run verified FAIL_TO_PASS first (verify.fail_to_pass_first): 14 candidates stopped there" in (
-        render_markdown(s)
+        render_markdown(RunReport.model_validate(s))
     )
 
 
@@ -109,13 +109,13 @@ def test_the_selectors_that_read_no_test_are_points_at_no_verification_cost(tmp_
     s = build_summary(make_run(tmp_path, GRID, scores))
     by = {p["policy"]: p for p in s["frontier"]["policies"]}
     random, majority = by["random alone (no tests)"], by["majority alone (no tests)"]
-    assert random["accuracy"] == approx((1 + 2 + 0 + 2 + 1 + 3) / 4 / 6)  # a uniform choice: each task's pass rate
-    assert majority["accuracy"] == approx(4 / 6)  # index 0 everywhere: a, b, d and f pass
+    assert random["accuracy"] == pytest.approx((1 + 2 + 0 + 2 + 1 + 3) / 4 / 6)  # a uniform choice: each task's pass rate
+    assert majority["accuracy"] == pytest.approx(4 / 6)  # index 0 everywhere: a, b, d and f pass
     for row in (random, majority):
         assert row["container_s"] == 0.0 and row["tested"] == 0 and row["throughput"] is None
-    assert random["accuracy_drop_points"] == approx(100 * (5 / 6 - 0.375), abs=1e-3)
+    assert random["accuracy_drop_points"] == pytest.approx(100 * (5 / 6 - 0.375), abs=1e-3)
     assert "soft-bon alone (no tests)" not in by  # not a selector of this run
-    assert "random alone (no tests)" in render_markdown(s)
+    assert "random alone (no tests)" in render_markdown(RunReport.model_validate(s))
 
 
 def test_no_subset_stage_without_test_times_or_without_tests_beyond_the_subset(tmp_path):
@@ -153,8 +153,8 @@ def test_a_verdict_shared_with_an_identical_patch_is_dropped_by_the_subset_at_no
         store.save_verdict(store.verdicts("evidence")["d/1"].model_copy(update={"duration_s": 0.0}))
     f = build_summary(store)["frontier"]
     by = {p["policy"]: p for p in f["policies"]}
-    assert f["subset_dropped"] == 14 and by["tests on all, then critic"]["container_s"] == approx(36 - 1.5)
-    assert by["FAIL_TO_PASS first, then tests on all, then critic"]["container_s"] == approx(23 * 0.5 + 14 * 1.0)
+    assert f["subset_dropped"] == 14 and by["tests on all, then critic"]["container_s"] == pytest.approx(36 - 1.5)
+    assert by["FAIL_TO_PASS first, then tests on all, then critic"]["container_s"] == pytest.approx(23 * 0.5 + 14 * 1.0)
 
 
 def test_a_critic_that_calls_a_model_costs_its_recorded_tokens_per_candidate_it_ranks(tmp_path):
@@ -172,7 +172,8 @@ def test_a_critic_that_calls_a_model_costs_its_recorded_tokens_per_candidate_it_
     by = {p["policy"]: p for p in f["policies"]}
     assert f["critic_tokens"] == 2400 and by["critic alone"]["tokens"] == by["critic, tests on top 1"]["tokens"] == 2400
     assert by["parses, then critic alone"]["tokens"] == 2300  # e/3 was dropped before the critic ranked
-    assert "| critic tokens |" in render_markdown(summary) and "2,300" in render_markdown(summary)
+    md = render_markdown(RunReport.model_validate(summary))
+    assert "| critic tokens |" in md and "2,300" in md
     plain = build_summary(make_run(tmp_path / "plain", GRID, {"critic": CRITIC}))["frontier"]
     assert plain["critic_tokens"] == 0 and all(p["tokens"] is None for p in plain["policies"])
 

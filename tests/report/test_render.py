@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from synth import make_run
 
-from agentbon.report import build_summary, render_html, render_markdown, write_reports
+from agentbon.report import build_report, render_html, render_markdown, write_reports
 from agentbon.report.html import PASS_MAP_ROWS, charts
+from agentbon.report.schema import TaskRow
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,7 @@ def summary(tmp_path_factory):
         grid[f"task-{t}"] = codes
         scores["tests"][f"task-{t}"] = [0.0] * 8  # uninformative: a verifier ceiling
         scores["critic"][f"task-{t}"] = [float(c == "P") + rng.random() for c in codes]
-    return build_summary(make_run(tmp_path_factory.mktemp("render"), grid, scores))
+    return build_report(make_run(tmp_path_factory.mktemp("render"), grid, scores))
 
 
 def test_markdown_has_every_table_and_labels(summary):
@@ -53,9 +54,9 @@ def test_every_chart_is_well_formed_svg(summary):
 
 
 def test_pass_map_caps_rows_and_says_so(summary):
-    big = dict(
-        summary, per_task=[{"task_id": f"t{i}", "correct": i % 3, "cells": "PF"} for i in range(PASS_MAP_ROWS + 50)]
-    )
+    rows = [TaskRow(task_id=f"t{i}", n=2, curve_n=2, correct=i % 3, infra_errors=0, cells="PF", coverage=[], winners={})
+            for i in range(PASS_MAP_ROWS + 50)]  # fmt: skip
+    big = summary.model_copy(update={"per_task": rows})
     caption, svg = charts(big)[-1]
     assert "50 more tasks not drawn" in caption
     assert svg.count('fill="#2ca02c"') == PASS_MAP_ROWS + 1  # one pass cell per drawn row, plus the legend

@@ -16,7 +16,7 @@ def test_a_resume_without_a_task_reports_only_the_tasks_it_ran(tmp_path) -> None
     everything = build_summary(store)
     assert everything["tasks"] == 3
     kept = [t for t in store.tasks() if t.task_id != "c"]
-    store.create(store.config(), kept)  # what a resume with a suite without c records
+    store.create(store.config_data(), kept)  # what a resume with a suite without c records
     summary = build_summary(store)
     assert [t["task_id"] for t in summary["per_task"]] == ["a", "b"] and summary["tasks"] == 2
     # Independently: pass@1 over a and b is the mean of their pass fractions, pass@3 whether any passed.
@@ -29,7 +29,7 @@ def test_a_resume_without_a_task_reports_only_the_tasks_it_ran(tmp_path) -> None
     assert {v.task_id for v in data.grades.values()} == {v.task_id for v in data.evidence.values()} == {"a", "b"}
     assert set(data.selections["oracle"]) == {"a", "b"}
     # The records of c stay: a resume with it brings it back, nothing run again.
-    store.create(store.config(), store.definitions())
+    store.create(store.config_data(), store.definitions())
     assert build_summary(store)["per_task"] == everything["per_task"]
 
 

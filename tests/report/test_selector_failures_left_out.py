@@ -4,7 +4,7 @@ frontier, the calibration and the nightly compare (docs/failure-taxonomy.md, "Se
 
 from __future__ import annotations
 
-from pytest import approx
+import pytest
 from synth import make_run, set_config
 
 from agentbon.report import build_summary
@@ -26,15 +26,15 @@ def _failed_on_b(tmp_path):
 def test_the_curves_leave_the_task_out(tmp_path):
     block = build_summary(_failed_on_b(tmp_path))["metrics"]["selectors"]["critic"]
     assert block["tasks_left_out"] == {"b": "ServerFailure: down"}
-    assert block["selected"]["mean"] == approx([0.5, 1.0])  # over a and c, both solved at k = 2; b not scored 0
+    assert block["selected"]["mean"] == pytest.approx([0.5, 1.0])  # over a and c, both solved at k = 2; b not scored 0
 
 
 def test_the_frontier_leaves_the_task_out_of_every_policy(tmp_path):
     f = build_summary(_failed_on_b(tmp_path))["frontier"]
     by = {p["policy"]: p for p in f["policies"]}
     # Over a and c (the critic's first candidate passes in both), not b read in index order and counted unsolved.
-    assert by["critic alone"]["accuracy"] == approx(1.0)
-    assert by["tests on all, then critic"]["accuracy"] == approx(1.0)
+    assert by["critic alone"]["accuracy"] == pytest.approx(1.0)
+    assert by["tests on all, then critic"]["accuracy"] == pytest.approx(1.0)
     assert f["tasks"] == 2 and f["tasks_left_out"] == ["b"] and f["candidates"] == 4
 
 
@@ -42,7 +42,7 @@ def test_the_calibration_measures_the_critic_on_the_tasks_it_scored(tmp_path):
     c = build_summary(_failed_on_b(tmp_path))["calibration"]
     by = {block["name"]: block for block in c["critics"]}
     assert c["used"] == "llm-judge"
-    assert by["llm-judge"]["n"] == 4 and by["llm-judge"]["auroc"]["mean"] == approx(1.0)  # a and c's candidates
+    assert by["llm-judge"]["n"] == 4 and by["llm-judge"]["auroc"]["mean"] == pytest.approx(1.0)  # a and c's candidates
     assert by["evidence passed"]["n"] == 4  # the baseline on the same candidates
     assert any("1 task(s) left out" in note and "(b)" in note for note in c["notes"])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from synth import make_run
 
-from agentbon.report import build_summary, render_markdown
+from agentbon.report import RunReport, build_report, build_summary, render_markdown
 
 
 def test_hit_rate_sums_the_invocations_of_a_resumed_run_and_shows_in_the_cost_table(tmp_path):
@@ -20,7 +20,8 @@ def test_hit_rate_sums_the_invocations_of_a_resumed_run_and_shows_in_the_cost_ta
         "prefix_cache_queries": 4000, "prefix_cache_hits": 3200, "prefix_cache_hit_rate": 0.8,
         "gpu_s": None, "gpu_held_s": None, "engine_busy_s": None, "engines": [],
     }  # fmt: skip
-    assert "| prefix-cache hit rate (tokens) | 80.0% of 4,000 prompt tokens (3,200 hits) |" in render_markdown(summary)
+    md = render_markdown(RunReport.model_validate(summary))
+    assert "| prefix-cache hit rate (tokens) | 80.0% of 4,000 prompt tokens (3,200 hits) |" in md
 
 
 def test_a_server_without_cache_counters_has_no_rate(tmp_path):
@@ -28,7 +29,7 @@ def test_a_server_without_cache_counters_has_no_rate(tmp_path):
     store.append("model_stats", launcher="llama-cpp", start_s=1.6)
     serving = build_summary(store)["serving"]
     assert serving["prefix_cache_hit_rate"] is None and serving["prefix_cache_queries"] is None
-    assert "prefix-cache hit rate" not in render_markdown(build_summary(store))
+    assert "prefix-cache hit rate" not in render_markdown(build_report(store))
 
 
 def test_engine_actors_gpu_seconds_and_tokens_per_second_reach_the_cost_table(tmp_path):
@@ -51,15 +52,15 @@ def test_engine_actors_gpu_seconds_and_tokens_per_second_reach_the_cost_table(tm
     serving = build_summary(store)["serving"]
     assert (serving["gpu_s"], serving["gpu_held_s"], serving["engine_busy_s"]) == (300.0, 1610.0, 150.0)
     assert [(e["engine"], e["invocation"]) for e in serving["engines"]] == [(0, 0), (2, 0), (0, 1)]
-    text = render_markdown(build_summary(store))
+    text = render_markdown(build_report(store))
     assert "| GPU-seconds: engines busy x GPUs / held (alive x GPUs); per rollout | 300 / 1,610; 150 |" in text
     assert "| engine 0 (2 GPU(s)) | 200.0 completion tokens/s over 100 s busy, 50 requests |" in text
     assert "| engine 0 (1 GPU(s), run 2) | — over 0 s busy, 0 requests |" in text
 
 
 def test_the_batching_engine_counts_its_busy_time():
-    from agentbon.models.fake_vllm import FakeLLM, FakeSamplingParams
     from agentbon.models.vllm_engine import BatchingEngine
+    from agentbon.testing.vllm import FakeLLM, FakeSamplingParams
 
     engine = BatchingEngine(FakeLLM(delay_s=0.05), FakeSamplingParams)
     engine.chat([{"role": "user", "content": "a"}])

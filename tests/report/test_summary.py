@@ -139,11 +139,12 @@ def test_prices_switch_cost_to_usd_and_break_even(tmp_path):
 
 
 def test_empty_run_renders(tmp_path):
-    from agentbon.report import render_html, render_markdown
+    from agentbon.report import RunReport, render_html, render_markdown
     from agentbon.store import RunStore
 
     store = RunStore(tmp_path / "empty")
     store.create({"n": 4}, [])
     s = build_summary(store)
     assert s["tasks"] == 0 and s["total_instances"] == 0
-    assert "agentbon report" in render_markdown(s) and "<svg" in render_html(s)
+    report = RunReport.model_validate(s)
+    assert "agentbon report" in render_markdown(report) and "<svg" in render_html(report)

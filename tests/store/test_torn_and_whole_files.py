@@ -75,7 +75,7 @@ def test_the_run_directory_files_are_replaced_whole(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "run")
     store.create({"n": 1}, [task("a")])
     replaced_whole(store.path / "config.yaml", lambda: store.create({"n": 2}, [task("a")]))
-    assert store.config() == {"n": 2}
+    assert store.config_data() == {"n": 2}
     rollout = Rollout(run_id="run", task_id="a", index=0, status="infra_error")
     store.save_rollout(rollout, [])
     retried = rollout.model_copy(update={"status": "submitted", "attempt": 2, "patch": "diff"})
