@@ -23,6 +23,7 @@ from agentbon.cli.options import (
     exit_codes,
     load_suite_or_exit,
 )
+from agentbon.config import BATCHED_SLOTS, SERIAL_SLOTS
 
 _RUN, _MODEL, _CLUSTER, _CONFIG, _OUT = "Run", "Model", "Cluster", "Config", "Output"
 
@@ -64,7 +65,7 @@ def run(
     ] = None,
     ray_address: RayAddress = None,
     concurrency: Annotated[
-        int | None, typer.Option(help="Sandbox slots of the local Ray (rollouts at once); default 2 with llama-cpp, 16 with vLLM or an endpoint.", rich_help_panel=_CLUSTER)
+        int | None, typer.Option(help=f"Sandbox slots of the local Ray (rollouts at once); default {SERIAL_SLOTS} with llama-cpp, {BATCHED_SLOTS} with vLLM or an endpoint.", rich_help_panel=_CLUSTER)
     ] = None,
     run_dir: RunDir = None,
     run_id: Annotated[

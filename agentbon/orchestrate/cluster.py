@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentbon.config import ModelConfig, RunConfig
+from agentbon.config import BATCHED_SLOTS, SERIAL_SLOTS, ModelConfig, RunConfig
 from agentbon.errors import ConfigError, StartFailure, starting
 
 log = logging.getLogger(__name__)
@@ -134,16 +134,16 @@ def _resolved(config: RunConfig) -> ModelConfig:
 
 
 def sandbox_slots(config: RunConfig) -> int:
-    """Sandbox slots of a local Ray: ``concurrency`` when set; else 2 where agentbon starts llama.cpp's server
-    (it answers one request at a time, so more rollouts would only wait), and 16 where requests are batched
-    (a vLLM launcher, or an endpoint you give): a rollout holds its sandbox while it waits for the model, and
+    """Sandbox slots of a local Ray: ``concurrency`` when set; else ``SERIAL_SLOTS`` where agentbon starts llama.cpp's
+    server (it answers one request at a time, so more rollouts would only wait), and ``BATCHED_SLOTS`` where requests
+    are batched (a vLLM launcher, or an endpoint you give): a rollout holds its sandbox while it waits for the model, and
     a batching server only reaches its throughput with many requests in flight. vLLM's CPU build on 2 cores
     decoded 6, 43 and 50 tokens/s with 1, 16 and 32 requests of 2.4k-token prompts in flight; the demo at N=8
     took 1933 s with 16 slots where it took 2290 s with 8 (and compiled, top-p sampling)."""
     if config.concurrency is not None:
         return config.concurrency
     model = _resolved(config)
-    return 2 if not model.urls() and model.launcher == "llama-cpp" else 16
+    return SERIAL_SLOTS if not model.urls() and model.launcher == "llama-cpp" else BATCHED_SLOTS
 
 
 def shares_cpu_with_server(config: RunConfig) -> bool:

@@ -36,7 +36,7 @@ from agentbon.agent.templates import PROMPTS_ENV
 from agentbon.config import AgentConfig, RunConfig
 from agentbon.errors import ConfigError, InfraError, TaskError
 from agentbon.prompt_files import prompts_digest, read_prompts
-from agentbon.types import Task
+from agentbon.types import Task, is_git_url
 
 VERIFIERS_ENV = "AGENTBON_VERIFIERS"
 SANDBOXES_ENV = "AGENTBON_SANDBOXES"
@@ -76,10 +76,6 @@ def shipping(config: RunConfig) -> bool:
     return config.ship == "always" or (config.ship == "auto" and bool(config.ray_address))
 
 
-def _is_local(url: str) -> bool:
-    from agentbon.sandbox.repo import _is_url
-
-    return not _is_url(url)
 
 
 def _bundle(source: Path) -> bytes:
@@ -147,7 +143,7 @@ def pack(tasks: list[Task], agent: AgentConfig | None = None) -> tuple[dict[str,
     parcels = {}
     for task in tasks:
         url = task.repo.url
-        if task.environment.image or not _is_local(url):
+        if task.environment.image or is_git_url(url):
             parcels[task.task_id] = Parcel(task, files_ref, files_digest)
             continue
         key = str(Path(url).resolve())

@@ -18,18 +18,15 @@ import git
 
 from agentbon.errors import TaskError
 from agentbon.sandbox.common import file_lock, slug
+from agentbon.types import is_git_url
 
 FULL_SHA = re.compile(r"[0-9a-fA-F]{40}")
 BRANCH = "main"
 """The one branch of a prepared repository, at the base commit."""
 
 
-def _is_url(source: str) -> bool:
-    return "://" in source or re.match(r"^[\w.-]+@[\w.-]+:", source) is not None
-
-
 def _check_source(source: str) -> None:
-    if not _is_url(source) and not Path(source).exists():
+    if not is_git_url(source) and not Path(source).exists():
         raise TaskError(source, "repo.url", "no such file or directory")
 
 
@@ -82,7 +79,7 @@ def _local(source: str, ref: str) -> str:
     Many tasks share a repository (a SWE-bench suite has hundreds per repository): it is downloaded once, and
     fetched again only when a task needs a commit the mirror lacks.
     """
-    if not _is_url(source):
+    if not is_git_url(source):
         return source
     mirror = mirror_dir(source)
     with file_lock(str(mirror)):

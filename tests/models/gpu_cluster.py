@@ -28,8 +28,8 @@ from ray.cluster_utils import Cluster
 from agentbon.config import ModelConfig
 from agentbon.errors import ConfigError, ServerFailure
 from agentbon.models.actors import engine_kwargs, plan_engines, runtime_env, start_pool
-from agentbon.models.fake_vllm import FakeEngineActor
 from agentbon.models.router import EnginePool
+from agentbon.testing.vllm import FakeEngineActor
 
 
 def msgs(text: str) -> list[dict]:

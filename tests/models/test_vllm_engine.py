@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agentbon.errors import ContextLengthExceeded, EndpointMisconfigured, MissingExtra, ModelError, ServerFailure
-from agentbon.models.fake_vllm import FakeEngineActor, FakeLLM, FakeSamplingParams, VLLMValidationError
 from agentbon.models.router import EnginePool
 from agentbon.models.vllm_engine import BatchingEngine, EngineActor, is_request_error, request_error, sampling_kwargs
+from agentbon.testing.vllm import FakeEngineActor, FakeLLM, FakeSamplingParams, VLLMValidationError
 
 
 def msgs(text: str) -> list[dict]:
