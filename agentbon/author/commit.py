@@ -37,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from agentbon.author.batch import gives_away
 from agentbon.author.detect import Detected, detect
 from agentbon.author.outcomes import PLUGIN
 from agentbon.errors import AgentbonError, TaskError
@@ -89,10 +90,10 @@ def _repo(source: str, tmp: Path) -> Any:
     """A GitPython repository for ``source``: the local clone itself, or a mirror of a URL in ``tmp``."""
     import git
 
-    from agentbon.sandbox.repo import _is_url
+    from agentbon.types import is_git_url
 
     try:
-        if not _is_url(source) and (Path(source) / ".git").exists():
+        if not is_git_url(source) and (Path(source) / ".git").exists():
             return git.Repo(source)
         # Everything else (a URL, ``file://``, a bare directory with or without ``config``, a bundle) is mirrored:
         # GitPython reads a bare directory without ``config`` as a work tree and then finds no commit in it.
@@ -191,10 +192,13 @@ def run_suite(
     timeout_s: float,
     plugins: tuple[str, ...] = (),
     project: str | None = None,
+    select: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Every test's outcome with ``patches`` applied at the base, in a fresh sandbox (the outcomes plugin), with
     the image's pytest plugins (``image_plugins``, returned under ``plugins``) and ``plugins`` loaded by ``-p``,
-    autoload off, as the verifier runs them."""
+    autoload off, as the verifier runs them; ``select``: these test ids only, named to pytest (as the verifier
+    names them, whatever the repository's collection settings), instead of the suite it collects. The sandbox's
+    Python version is returned under ``python``."""
     with backend.open(task, {"stage": "author", "rollout": f"{task.task_id}-{label}"}) as sandbox:
         workdir = sandbox.workdir
         for i, patch in enumerate(patches):
@@ -213,7 +217,7 @@ def run_suite(
             f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 AGENTBON_OUTCOMES={result} "
             "PYTHONPATH=/tmp/agentbon-author/plugin${PYTHONPATH:+:$PYTHONPATH} "
             "python3 -m pytest -p agentbon_outcomes -p no:cacheprovider -q -rN"
-        ) + "".join(f" -p {name}" for name in [*installed, *plugins])
+        ) + "".join(f" -p {name}" for name in [*installed, *plugins]) + "".join(f" {shlex.quote(t)}" for t in select)
         ran = sandbox.exec(command, timeout=timeout_s, workdir=workdir)
         if ran.timed_out:
             raise Refused(task.repo.url, "tests", f"the test suite ran past {timeout_s:g}s ({label})")
@@ -225,6 +229,8 @@ def run_suite(
                 f"{ran.output[-400:]}",
             ) from e  # fmt: skip
         found["plugins"] = installed
+        version = sandbox.exec("python3 -c 'import platform; print(platform.python_version())'", workdir=workdir)
+        found["python"] = version.output.strip().splitlines()[-1] if version.exit_code == 0 and version.output.strip() else "?"
         return found
 
 
@@ -256,9 +262,9 @@ def repo_name(repo: Any, source: str, sha: str) -> str:
     import subprocess
     import tomllib
 
-    from agentbon.sandbox.repo import _is_url
+    from agentbon.types import is_git_url
 
-    if _is_url(source):
+    if is_git_url(source):
         return _last_part(source)
     origin = subprocess.run(["git", "-C", source, "remote", "get-url", "origin"], capture_output=True, text=True)
     if origin.returncode == 0 and _last_part(origin.stdout.strip()) not in GENERIC_FOLDERS:
@@ -291,14 +297,14 @@ def public_source(source: str, name: str) -> str:
     ``name``; never a local path, which means nothing on another machine."""
     import subprocess
 
-    from agentbon.sandbox.repo import _is_url
+    from agentbon.types import is_git_url
 
-    if _is_url(source) and not source.startswith("file:"):
+    if is_git_url(source) and not source.startswith("file:"):
         return source
     local = source.removeprefix("file://")
     origin = subprocess.run(["git", "-C", local, "remote", "get-url", "origin"], capture_output=True, text=True)
     url = origin.stdout.strip()
-    return url if origin.returncode == 0 and _is_url(url) and not url.startswith("file:") else name
+    return url if origin.returncode == 0 and is_git_url(url) and not url.startswith("file:") else name
 
 
 def unique_folder(out: Path, task_id: str, say: Callable[[str], None]) -> str:
@@ -351,6 +357,11 @@ def from_commit(
         statement = (problem or message).strip()
         if not statement:
             raise Refused(source, "problem", "no problem statement: the commit message is empty (give --problem FILE)")
+        named = [] if problem else gives_away(message, gold)
+        if not problem:
+            say(f"{task_id}: the problem statement is the commit message (--problem FILE, or a batch entry's problem, "
+                "gives one)" + (f"; it names the changed code ({', '.join(named[:6])}) and may give the fix away"
+                               if named else ""))  # fmt: skip
         provisional = Task(
             task_id=task_id, problem_statement=statement,
             repo=RepoSource(url=str(staging / "repo.bundle"), base_commit=base), environment=environment,
@@ -394,8 +405,12 @@ def from_commit(
             "evidence": {"runner": "pytest", "pass_to_pass": evidence, **plugins},
             "grade": {"runner": "pytest", "fail_to_pass": f2p, "pass_to_pass": p2p, "patch_file": "test.patch", **plugins},
             "gold_patch_file": "gold.patch",
-            "metadata": {"source": public_source(source, repo_name(repo, source, fix)), "fix_commit": fix},
-        }
+            "metadata": {
+                "source": public_source(source, repo_name(repo, source, fix)), "fix_commit": fix,
+                **({} if problem else {"problem_statement": "the commit message"}),
+                **({"problem_names_the_fix": ", ".join(named)} if named else {}),
+            },
+        }  # fmt: skip
         (staging / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, width=120))
         out.mkdir(parents=True, exist_ok=True)
         shutil.move(str(staging), folder)

@@ -7,10 +7,12 @@ system runs), plus what says the migration is done (docs/authoring.md):
 - **warnings as errors** (``--warnings-as-errors DeprecationWarning``): a pytest plugin baked into the task image
   (``agentbon_warnings_as_errors``, loaded with ``-p`` by the grade's ``pytest_plugins``) turns those warning
   categories into errors in every test, after the repository's own filters;
-- **an acceptance command** (``--acceptance 'CMD'``): a test the grade's test patch adds at the repository's root,
+- **an acceptance command** (``--acceptance 'CMD'``, or ``--acceptance-pattern REGEX``: no tracked Python file
+  matches it): a test the grade's test patch adds at the repository's root,
   ``agentbon_acceptance_test.py::test_acceptance``, which runs the command there and passes iff it exits 0 (for
   example, that no import of the old library remains). Like every test patch it is hidden from the agent and
-  restored before grading.
+  restored before grading. Its outcome at the base comes from a run that names it to pytest, as the verifier does,
+  so a ``testpaths`` that would not collect it cannot make a task the empty patch resolves.
 
 The base's outcomes decide the lists, per test: the suite runs twice at the base, as it is and with the
 acceptance test and the warnings as errors. FAIL_TO_PASS: tests that pass as they are and fail with the
@@ -25,6 +27,7 @@ other repositories' tasks are still written.
 from __future__ import annotations
 
 import base64
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -34,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from agentbon.author.batch import read_batch
 from agentbon.author.commit import (
     TASK_ID,
     Refused,
@@ -62,10 +66,19 @@ class RepoLine:
     ref: str | None
     where: str
     """``file:line`` of the list, for errors."""
+    task_id: str | None = None
+    """The task's id (a batch entry's ``id``); default ``<name>-<repository's name>``."""
+    problem: str | None = None
+    """This repository's problem statement (a batch entry's); default the instruction."""
 
 
 def read_list(path: Path) -> tuple[list[RepoLine], list[str]]:
-    """The repositories of a list file (``SOURCE [REF]`` per line, ``#`` comments), and an error per bad line."""
+    """The repositories of a list file (``SOURCE [REF]`` per line, ``#`` comments), or of a batch file (``.yaml``,
+    ``.yml``: ``author/batch.py``, with ids and problem statements), and an error per bad line."""
+    if path.suffix in (".yaml", ".yml"):
+        entries, errors = read_batch(path, commit_required=False)
+        lines = [RepoLine(e.repo, e.commit, e.where, e.id, e.statement(path)) for e in entries]
+        return lines, errors
     lines, errors = [], []
     for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         text = raw.split("#", 1)[0].strip()
@@ -124,6 +137,14 @@ def acceptance_patch(command: str) -> str:
     return "\n".join(head + [f"+{line}" for line in body]) + "\n"
 
 
+def pattern_command(pattern: str) -> str:
+    """An acceptance command that passes iff no tracked Python file of the repository matches the extended regular
+    expression ``pattern`` (``git grep -E``, the matches printed; the acceptance test itself, which holds the
+    pattern, left out). Only git grep's "no match" (exit 1) passes: an error of git's (exit 128) fails."""
+    grep = f"git -c safe.directory='*' grep -n -E -e {shlex.quote(pattern)} -- '*.py' ':!{ACCEPTANCE_FILE}'"
+    return f"{grep}; test $? -eq 1"
+
+
 def lists_from(
     plain: dict[str, str], strict: dict[str, str], acceptance: bool
 ) -> tuple[list[str], list[str], list[str]]:
@@ -177,7 +198,10 @@ def migration_task(
             base = repo.commit(line.ref or "HEAD").hexsha
         except Exception as e:  # noqa: BLE001 - a bad ref, an empty repository: one message
             raise Refused(source, "read", f"no commit {line.ref or 'HEAD'!r} ({line.where}): {searched_refs(repo)}") from e
-        task_id = unique_folder(out, TASK_ID.sub("-", f"{name}-{repo_name(repo, source, base)}").strip("-."), say)
+        task_id = line.task_id or unique_folder(
+            out, TASK_ID.sub("-", f"{name}-{repo_name(repo, source, base)}").strip("-."), say
+        )
+        instruction = line.problem or instruction
         folder = out / task_id
         if folder.exists():
             raise Refused(source, "write", f"{folder} exists already ({line.where})")
@@ -217,6 +241,18 @@ def migration_task(
         strict = run_suite(
             backend, provisional, patches, "migration", timeout_s, plugins=tuple(plugins), project=detected.project
         )
+        if acceptance:  # named to pytest, as the verifier names it: a `testpaths` elsewhere would leave it uncollected
+            say(f"{task_id}: the acceptance test on its own, named to pytest")
+            alone = run_suite(
+                backend, provisional, patches, "acceptance", timeout_s, plugins=tuple(plugins),
+                project=detected.project, select=(ACCEPTANCE_ID,),
+            )  # fmt: skip
+            if ACCEPTANCE_ID not in alone["tests"]:
+                raise Refused(source, "tests", f"the acceptance test did not run at the base, named to pytest "
+                              f"(collection errors: {alone['errors'][:3] or 'none'})")  # fmt: skip
+            strict["tests"][ACCEPTANCE_ID] = alone["tests"][ACCEPTANCE_ID]
+        say(f"{task_id}: the sandbox runs Python {plain['python']}: a deprecation this Python does not warn about yet "
+            "shows only through --acceptance or --acceptance-pattern")  # fmt: skip
         f2p, p2p, broken = lists_from(plain["tests"], strict["tests"], bool(acceptance))
         if not f2p:
             raise Refused(
@@ -230,7 +266,9 @@ def migration_task(
         if acceptance:
             (staging / "test.patch").write_text(patches[0])
             grade["patch_file"] = "test.patch"
-        metadata = {"source": public_source(source, repo_name(repo, source, base)), "migration": name}
+        metadata = {
+            "source": public_source(source, repo_name(repo, source, base)), "migration": name, "python": plain["python"]
+        }  # fmt: skip
         if broken:
             metadata["broken_at_base"] = (
                 f"{len(broken)}: " + ", ".join(broken[:20]) + (" ..." if len(broken) > 20 else "")

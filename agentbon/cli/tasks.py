@@ -191,11 +191,20 @@ SuiteTimeoutOpt = Annotated[
 
 @tasks_app.command("from-commit")
 def from_commit(
-    repo: Annotated[str, typer.Argument(help="The repository: a local clone or a git URL.")],
-    commits: Annotated[list[str], typer.Argument(help="Fix commits (or pull-request merge commits): one task each.")],
+    repo: Annotated[str | None, typer.Argument(help="The repository: a local clone or a git URL.")] = None,
+    commits: Annotated[
+        list[str] | None, typer.Argument(help="Fix commits (or pull-request merge commits): one task each.")
+    ] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Suite folder to write <task_id>/ into.")] = Path(
         "tasks/new"
     ),
+    batch: Annotated[
+        Path | None,
+        typer.Option(
+            "--batch", help="A batch file instead of REPO COMMITS: a YAML list, one entry a task, with repo, commit "
+            "and optionally id and problem or problem_file (docs/authoring.md).",
+        ),
+    ] = None,
     task_id: Annotated[
         str | None, typer.Option("--task-id", help="The task's id (one commit only). Default: <repo>-<sha>.")
     ] = None,
@@ -216,34 +225,63 @@ def from_commit(
 
     A commit that does not give a usable task is reported with the repository and the step where it stopped; the
     other commits' tasks are still written. Exit 1 when any was refused."""
+    from pydantic import ValidationError
+
+    from agentbon.author.batch import BatchEntry, read_batch
     from agentbon.author.commit import from_commit as make
     from agentbon.console import make_console
 
     console = make_console()
-    if len(commits) > 1 and (task_id or problem):
-        raise typer.BadParameter("--task-id and --problem name one task: give one commit with them")
-    statement = None
-    if problem is not None:
-        if not problem.is_file():
+    if batch is not None:
+        if repo or commits or task_id or problem:
+            raise typer.BadParameter("--batch names every task: give no REPO, COMMITS, --task-id or --problem with it")
+        if not batch.is_file():
+            raise typer.BadParameter(f"{batch}: no such file", param_hint="--batch")
+        entries, errors = read_batch(batch, commit_required=True)
+        if errors:
+            raise typer.BadParameter("\n".join(errors), param_hint="--batch")
+        if not entries:
+            raise typer.BadParameter(f"{batch}: no entry", param_hint="--batch")
+    else:
+        if not repo or not commits:
+            raise typer.BadParameter("give REPO and at least one commit, or --batch FILE")
+        if len(commits) > 1 and (task_id or problem):
+            raise typer.BadParameter("--task-id and --problem name one task: give one commit with them")
+        if problem is not None and not problem.is_file():
             raise typer.BadParameter(f"{problem}: no such file", param_hint="--problem")
-        statement = problem.read_text(encoding="utf-8")
+        statement = problem.read_text(encoding="utf-8") if problem is not None else None
+        try:
+            entries = [BatchEntry(repo=repo, commit=c, id=task_id, problem=statement) for c in commits]
+        except ValidationError as e:
+            raise typer.BadParameter(e.errors()[0]["msg"], param_hint="--task-id") from None
     environment, backend = _environment_and_backend(console, package, setup, env)
 
-    def write(commit: str) -> Any:
-        return make(repo, commit, out, backend=backend, task_id=task_id, problem=statement, environment=environment,
-                    detect_environment=not no_detect, timeout_s=timeout, say=lambda line: console.print(line, markup=False, highlight=False))  # fmt: skip
+    def write(entry: BatchEntry) -> Any:
+        return make(entry.repo, entry.commit or "", out, backend=backend, task_id=entry.id,
+                    problem=entry.statement(batch) if batch else entry.problem, environment=environment,
+                    detect_environment=not no_detect, timeout_s=timeout,
+                    say=lambda line: console.print(line, markup=False, highlight=False))  # fmt: skip
+
+    def named(entry: BatchEntry) -> str:
+        return f"{entry.commit} ({entry.where})" if batch else str(entry.commit)
 
     def wrote(made: Any) -> str:
         return (f"{made.task_dir} ({len(made.fail_to_pass)} FAIL_TO_PASS, {len(made.pass_to_pass)} PASS_TO_PASS); "
                 f"check it: agentbon tasks validate {made.task_dir}")  # fmt: skip
 
-    if _write_each(console, commits, write, str, wrote):
+    if _write_each(console, entries, write, named, wrote):
         raise typer.Exit(1)
 
 
 @tasks_app.command("migration")
 def migration(
-    repos: Annotated[Path, typer.Argument(help="A file listing repositories, one per line: PATH_OR_URL [REF].")],
+    repos: Annotated[
+        Path,
+        typer.Argument(
+            help="A file listing repositories, one per line: PATH_OR_URL [REF]; or a batch file (.yaml) whose entries "
+            "give repo, commit (the base ref) and optionally id and problem or problem_file."
+        ),
+    ],
     instruction: Annotated[
         Path, typer.Option("--instruction", "-i", help="The migration's instruction (the problem statement).")
     ],
@@ -258,6 +296,13 @@ def migration(
         str | None,
         typer.Option(
             help="A shell command, run at the repository's root after the tests, that must exit 0 once migrated."
+        ),
+    ] = None,
+    acceptance_pattern: Annotated[
+        str | None,
+        typer.Option(
+            help="An extended regular expression no tracked Python file may match once migrated (git grep -E): the "
+            "acceptance check as a pattern instead of a command."
         ),
     ] = None,
     warnings_as_errors: Annotated[
@@ -282,10 +327,18 @@ def migration(
     written. Exit 1 when any was refused."""
     import re
 
-    from agentbon.author.migration import migration_task, read_list
+    from agentbon.author.migration import migration_task, pattern_command, read_list
     from agentbon.console import make_console
 
     console = make_console()
+    if acceptance and acceptance_pattern:
+        raise typer.BadParameter("give --acceptance or --acceptance-pattern, not both", param_hint="--acceptance-pattern")
+    if acceptance_pattern is not None:
+        try:
+            re.compile(acceptance_pattern)
+        except re.error as e:
+            raise typer.BadParameter(f"{acceptance_pattern!r}: {e}", param_hint="--acceptance-pattern") from None
+        acceptance = pattern_command(acceptance_pattern)
     for path, option in ((repos, "REPOS"), (instruction, "--instruction")):
         if not path.is_file():
             raise typer.BadParameter(f"{path}: no such file", param_hint=option)

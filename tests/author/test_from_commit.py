@@ -72,23 +72,30 @@ def test_a_fix_commit_becomes_a_task_that_validates_and_bad_commits_are_refused(
         pytest.skip(f"no Docker engine: {e}")
     out = tmp_path / "suite"
     runner = CliRunner()
+    batch = tmp_path / "night.yaml"  # one entry a line; the fix's problem statement is its commit message
+    (tmp_path / "more.md").write_text("mul(1, 1) should be 1.\n")
+    batch.write_text(f"- {{repo: {repo['root']}, commit: {repo['fix']}}}\n"
+                     f"- {{repo: {repo['root']}, commit: {repo['code_only']}, id: calc-refactor}}\n"
+                     f"- {{repo: {repo['root']}, commit: {repo['passing']}, problem_file: more.md}}\n")  # fmt: skip
     result = runner.invoke(
-        app, ["tasks", "from-commit", str(repo["root"]), str(repo["fix"]), str(repo["code_only"]), str(repo["passing"]),
-              "--out", str(out), "--timeout", "300"],
+        app, ["tasks", "from-commit", "--batch", str(batch), "--out", str(out), "--timeout", "300"],
         env={"COLUMNS": "300"},
     )  # fmt: skip
     assert result.exit_code == 1, result.output  # two of the three were refused
     output = " ".join(result.output.split())
     assert (
-        f"refused {repo['code_only']}: {repo['root']}: split: {str(repo['code_only'])[:12]} changes no test file"
-        in output
+        f"refused {repo['code_only']} ({batch}:2): {repo['root']}: split: {str(repo['code_only'])[:12]} changes no "
+        "test file" in output
     )
     assert (
-        f"refused {repo['passing']}: {repo['root']}: tests: no test fails before the fix and passes after it" in output
+        f"refused {repo['passing']} ({batch}:3): {repo['root']}: tests: no test fails before the fix and passes after "
+        "it" in output
     )
+    assert "the problem statement is the commit message" in output and "names the changed code (add)" in output
     [folder] = list(out.iterdir())
     assert folder.name == f"calc-{str(repo['fix'])[:10]}"
     task = load_task(folder)
+    assert task.metadata["problem_statement"] == "the commit message" and task.metadata["problem_names_the_fix"] == "add"
     assert task.grade.fail_to_pass == ["tests/test_ops.py::test_add", "tests/test_ops.py::test_add_zero"]
     assert task.grade.pass_to_pass == ["tests/test_ops.py::test_mul", "tests/test_other.py::test_truth"]
     assert task.repo.base_commit == repo["base"] and task.problem_statement.startswith("Fix add: it subtracted")
@@ -173,6 +180,47 @@ def test_the_image_plugins_are_named_without_the_projects_own():
     assert image_plugins(box, "acme-billing") == ["pytest_cov.plugin", "xdist.plugin"]
     assert box.commands[0].endswith(" acme-billing") and "pytest11" in box.commands[0]
     assert image_plugins(Box("Traceback ...", 1), None) == []
+
+
+def test_a_batch_file_is_checked_whole_before_any_task_is_made(tmp_path):
+    from agentbon.author.batch import read_batch
+
+    (tmp_path / "p.md").write_text("The bug.\n")
+    batch = tmp_path / "b.yaml"
+    batch.write_text(
+        "- {repo: a, commit: c1, id: a-1, problem_file: p.md}\n"
+        "- {repo: a}\n"
+        "- {repo: a, commit: c2, problem: x, problem_file: p.md}\n"
+        "- {repo: a, commit: c3, id: a-1}\n"
+        "- {repo: a, commit: c4, problem_file: missing.md}\n"
+        "- {repo: a, commit: c5, colour: red}\n"
+        "- just a string\n"
+        "- {repo: b, commit: c6, id: 'bad id'}\n"
+    )
+    entries, errors = read_batch(batch, commit_required=True)
+    assert [(e.repo, e.commit, e.id, e.where) for e in entries] == [("a", "c1", "a-1", f"{batch}:1")]
+    assert entries[0].statement(batch) == "The bug.\n"
+    assert [e.split(": ", 1)[0] for e in errors] == [f"{batch}:{n}" for n in range(2, 9)]
+    said = " | ".join(errors)
+    for part in ("no commit", "not both", "id a-1 is given twice", "missing.md: no such file", "colour",
+                 "expected a mapping", "'bad id'"):  # fmt: skip
+        assert part in said, said
+    assert read_batch(batch, commit_required=False)[0][1].commit is None  # migration: the base ref is optional
+    result = CliRunner().invoke(app, ["tasks", "from-commit", "--batch", str(batch)], env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and f"{batch}:2" in " ".join(result.output.split())
+
+
+def test_a_commit_message_that_names_the_changed_code_is_flagged():
+    from agentbon.author.batch import gives_away
+
+    fix = (
+        "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1,5 +1,5 @@\n"
+        " def add(a, b):\n-    return a - b\n+    return a + b\n \n \n class Parser:\n"
+    )
+    assert gives_away("Fix add: it subtracted (ops.py)", fix) == ["add", "ops.py"]
+    assert gives_away("calc.ops.add returned -1 for add(2, 3)", fix) == ["add"]
+    assert gives_away("Wrong sums on payday; see #123", fix) == []
+    assert gives_away("address the adder", fix) == []  # whole words only
 
 
 def test_every_repository_form_is_read_and_a_missing_commit_names_the_refs_searched(repo, tmp_path):

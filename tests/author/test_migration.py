@@ -79,6 +79,63 @@ def test_a_migration_suite_from_a_repository_list(tmp_path):
     assert "no gold patch" in " ".join(validated.output.split())
 
 
+@pytest.mark.docker
+def test_an_acceptance_test_outside_testpaths_is_still_measured_and_the_python_is_named(tmp_path):
+    """The repository's pytest collects only ``gamma/tests``: the acceptance test at the root would not be collected
+    by the whole-suite run, and a missing result counted as failing once wrote a task whose empty patch resolves."""
+    from agentbon.sandbox import docker_client
+
+    try:
+        docker_client(timeout=10)
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no Docker engine: {e}")
+    gamma = make(tmp_path / "gamma", {
+        "pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["gamma/tests"]\n',
+        "gamma/__init__.py": "", "gamma/lib.py": LIB, "gamma/tests/__init__.py": "",
+        "gamma/calc.py": "from gamma.lib import old_api\n\n\ndef double(x):\n    return old_api(x)\n",
+        "gamma/tests/test_calc.py": "from gamma.calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+    })  # fmt: skip
+    listing = tmp_path / "repos.txt"
+    listing.write_text(f"{gamma}\n")
+    instruction = tmp_path / "use-new-api.md"
+    instruction.write_text("Call `gamma.lib.new_api` instead of `old_api`.\n")
+    out = tmp_path / "suite"
+    result = CliRunner().invoke(
+        app, ["tasks", "migration", str(listing), "-i", str(instruction), "-o", str(out),
+              "--acceptance-pattern", "import old_api", "--timeout", "300"],
+        env={"COLUMNS": "300"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert "the sandbox runs Python 3." in output
+    task = load_task(out / "use-new-api-gamma")
+    assert task.grade.fail_to_pass == [ACCEPTANCE_ID]
+    assert task.grade.pass_to_pass == ["gamma/tests/test_calc.py::test_double"]
+    assert task.metadata["python"].startswith("3.")
+    validated = CliRunner().invoke(app, ["tasks", "validate", str(out / "use-new-api-gamma")], env={"COLUMNS": "300"})
+    assert validated.exit_code == 0, validated.output  # the empty patch does not resolve it
+
+
+def test_an_acceptance_pattern_passes_only_where_git_grep_finds_nothing(tmp_path):
+    """The pattern's command, run as the acceptance test runs it: a match fails, no match passes, and git failing
+    (here: not a repository) fails rather than passing as "nothing found"."""
+    import subprocess
+
+    from agentbon.author.migration import pattern_command
+
+    repo = make(tmp_path / "r", {"a.py": "from lib import old_api\n", "b.txt": "import old_api\n"})
+    command = pattern_command("import old_api")
+
+    def run(where: Path) -> int:
+        return subprocess.run(["/bin/sh", "-c", command], cwd=where, capture_output=True).returncode
+
+    assert run(repo) != 0
+    commit(repo, {"a.py": "from lib import new_api\n"}, "migrated")
+    assert run(repo) == 0  # b.txt still matches, but only Python files count
+    (tmp_path / "plain").mkdir()
+    assert run(tmp_path / "plain") != 0
+
+
 def test_the_base_runs_decide_the_lists_and_a_broken_test_is_in_neither():
     plain = {"t.py::a": "passed", "t.py::b": "passed", "t.py::c": "failed", "t.py::d": "error"}
     strict = {
