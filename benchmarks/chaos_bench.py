@@ -232,14 +232,14 @@ def figures(store: RunStore, plan: Plan, log: list[Injection], server: ScriptedS
         prepare = ev.get("unit") == "prepare"  # only a preparation fault explains a preparation's failure
         return any(ev.get("task_id") in i.tasks and i.at <= at and (i.fault == "prepare") == prepare for i in log)
 
-    for ev in store.events_of("infra"):
+    for ev in list(store.events("infra")):
         if not explained(ev):
             wrong.append(
                 f"{ev.get('rollout_id') or ev.get('task_id')}: {ev.get('unit')} infra {ev.get('error')} on "
                 f"attempt {ev.get('attempt')} with no fault injected ({str(ev.get('message', ''))[:120]})"
             )
     judged = [i.at for i in log if i.fault == "judge"]
-    for ev in store.events_of("selector_error"):
+    for ev in list(store.events("selector_error")):
         if not ev.get("infra"):  # the scripted judge always answers: a failure is never the critic's own answer
             wrong.append(f"{ev['task_id']}: {ev['selector']} failed as its own outcome: {ev['error'][:120]}")
         elif not any(at <= ev["ts"] for at in judged):
@@ -249,7 +249,7 @@ def figures(store: RunStore, plan: Plan, log: list[Injection], server: ScriptedS
     final = {rid for rid in plan.kinds if rid in records and records[rid].finished}
     failed, unprepared = store.selector_failures(), store.prepare_failures()
     made = {(s.task_id, s.selector) for s in store.selections()} - set(failed)
-    wanted = {(rid.rsplit("/", 1)[0], name) for rid in plan.kinds for name in store.config()["select"]["selectors"]}
+    wanted = {(rid.rsplit("/", 1)[0], name) for rid in plan.kinds for name in store.config_data()["select"]["selectors"]}
     return {
         "planned": len(plan.kinds), "finished": finished,
         "left_infra": sum(1 for rid in plan.kinds if rid in records and not records[rid].finished)
@@ -257,7 +257,7 @@ def figures(store: RunStore, plan: Plan, log: list[Injection], server: ScriptedS
         "lost": len(plan.kinds) - len(final), "duplicated": sum(c - 1 for c in counts.values() if c > 1),
         "misclassified": wrong, "leaked": leaked(run_id),
         "completed": finished == len(plan.kinds) and wanted <= made,
-        "infra_events": len(store.events_of("infra")),
+        "infra_events": len(list(store.events("infra"))),
         "selections": len(wanted), "selected": len(wanted & made), "selections_left": len(set(failed) & wanted),
         "selections_lost": len(wanted - made - set(failed)),
     }  # fmt: skip
@@ -283,7 +283,7 @@ def targets_report(
 ) -> None:
     """Each injection, the rollouts it reached, and what the store recorded for them."""
     records = store.rollouts()
-    events = store.events_of("infra")
+    events = list(store.events("infra"))
     log = list(log)
     for rid, faults in plan.targets.items():
         if "disk" in faults:
@@ -333,13 +333,13 @@ def outside_seen(store: RunStore, inj: Injection) -> list[str]:
     """What the store recorded of a fault outside the agent: the preparation's attempts, the selections that failed,
     or (for the server's start) nothing: that invocation stopped before any unit."""
     if inj.fault == "prepare":
-        events = [e for e in store.events_of("infra") if e.get("unit") == "prepare" and e.get("task_id") in inj.tasks]
-        done = [e["task_id"] for e in store.events_of("prepare_failed")]
+        events = [e for e in list(store.events("infra")) if e.get("unit") == "prepare" and e.get("task_id") in inj.tasks]
+        done = [e["task_id"] for e in list(store.events("prepare_failed"))]
         return [f"{inj.target} prepare#{e['attempt']}:{e['error']} retry={e['retry']}" for e in events] + [
             f"{t} recorded as not prepared" for t in done
         ]
     if inj.fault == "judge":
-        errors = store.events_of("selector_error")
+        errors = list(store.events("selector_error"))
         return [f"{e['task_id']} {e['selector']}: infra={e.get('infra')} {e['error'][:60]}" for e in errors]
     return ["that invocation stopped at the server's start, before any unit (its line above)"]
 

@@ -18,7 +18,7 @@ import tracemalloc
 
 import numpy as np
 
-from agentbon.config import ReportConfig
+from agentbon.config import ReportConfig, RunConfig
 from agentbon.metrics import doubling_ks, selected_at_k, softmax_selected_at_k
 from agentbon.metrics.majority import majority_selected_at_k
 from agentbon.metrics.majority_estimate import majority_selected_at_k_estimate
@@ -69,7 +69,8 @@ def run_data(correct: np.ndarray, valid: np.ndarray, critic: np.ndarray, n: int,
     squashed = np.where(valid, 1.0 / (1.0 + np.exp(-np.nan_to_num(critic))), np.nan)
     return RunData(
         run_id="bench", task_ids=[f"t{i}" for i in range(tasks)], n=n,
-        config={"n": n, "budget": tasks * n // 2, "budget_first": 4, "select": {"critic": "classifier"}}, budget_first=min(4, n),
+        config=RunConfig.read({"n": n, "budget": tasks * n // 2, "budget_first": 4, "select": {"critic": "classifier"}}),
+        budget_first=min(4, n),
         tasks={}, rollouts={}, grades={}, evidence={}, present=np.ones(correct.shape, bool), valid=valid,
         correct=correct, cells=cells, candidate=valid, evidence_pass=evidence, scores={"critic": squashed, "majority": scores_of["sel3"], "soft-bon": squashed / 0.5, "random": np.where(valid, 0.5, np.nan)},
         evidence_s=np.where(valid, 2.0, 0.0), unparsed=valid & (correct == 0) & (rng.random(correct.shape) < 0.2),

@@ -65,7 +65,8 @@ def _make_run(root, grid, scores, run_id, repo, oracle, selectors_order) -> RunS
              grade=TestSet(fail_to_pass=[f"test_{t}.py::test_value"]))
         for t in grid
     ]  # fmt: skip
-    config = {"n": n, "model": {"name": "synth-model"}, "select": {"selectors": selectors_order or ["tests", "critic"]}}
+    select = {"selectors": selectors_order or ["tests", "critic"], "critic": "classifier"}  # no trained one: the prior
+    config = {"n": n, "model": {"name": "synth-model"}, "select": select}
     config["report"] = {"bootstrap": 200}
     store.create(config, tasks)
     for t, codes in grid.items():
