@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -60,8 +59,9 @@ class BatchEntry(BaseModel):
 def read_batch(path: Path, *, commit_required: bool) -> tuple[list[BatchEntry], list[str]]:
     """The entries of a batch file, and one error per bad entry (``file:line: what``): a missing ``commit`` where
     ``commit_required``, an unknown key, a ``problem_file`` that is not there, an id given twice."""
+    text = path.read_text(encoding="utf-8")
     try:
-        root = yaml.compose(path.read_text(encoding="utf-8"))
+        root, items = yaml.compose(text), yaml.safe_load(text)  # the nodes for line numbers, the values to check
     except yaml.YAMLError as e:
         return [], [f"{path}: not YAML: {e}"]
     if root is None:
@@ -69,9 +69,8 @@ def read_batch(path: Path, *, commit_required: bool) -> tuple[list[BatchEntry], 
     if not isinstance(root, yaml.SequenceNode):
         return [], [f"{path}: expected a list of entries (`- {{repo: ..., commit: ...}}`)"]
     entries, errors, ids = [], [], set()
-    for node in root.value:
+    for node, data in zip(root.value, items, strict=True):
         where = f"{path}:{node.start_mark.line + 1}"
-        data: Any = yaml.safe_load(yaml.serialize(node))
         if not isinstance(data, dict):
             errors.append(f"{where}: expected a mapping with repo and commit, got {type(data).__name__}")
             continue

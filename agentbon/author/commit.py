@@ -193,12 +193,13 @@ def run_suite(
     plugins: tuple[str, ...] = (),
     project: str | None = None,
     select: tuple[str, ...] = (),
+    python: bool = False,
 ) -> dict[str, Any]:
     """Every test's outcome with ``patches`` applied at the base, in a fresh sandbox (the outcomes plugin), with
     the image's pytest plugins (``image_plugins``, returned under ``plugins``) and ``plugins`` loaded by ``-p``,
     autoload off, as the verifier runs them; ``select``: these test ids only, named to pytest (as the verifier
-    names them, whatever the repository's collection settings), instead of the suite it collects. The sandbox's
-    Python version is returned under ``python``."""
+    names them, whatever the repository's collection settings), instead of the suite it collects; ``python``: the
+    sandbox's Python version too, under ``python``."""
     with backend.open(task, {"stage": "author", "rollout": f"{task.task_id}-{label}"}) as sandbox:
         workdir = sandbox.workdir
         for i, patch in enumerate(patches):
@@ -229,8 +230,9 @@ def run_suite(
                 f"{ran.output[-400:]}",
             ) from e  # fmt: skip
         found["plugins"] = installed
-        version = sandbox.exec("python3 -c 'import platform; print(platform.python_version())'", workdir=workdir)
-        found["python"] = version.output.strip().splitlines()[-1] if version.exit_code == 0 and version.output.strip() else "?"
+        if python:
+            said = sandbox.exec("python3 -c 'import platform; print(platform.python_version())'", workdir=workdir)
+            found["python"] = said.output.strip().splitlines()[-1] if said.exit_code == 0 and said.output.strip() else "?"
         return found
 
 

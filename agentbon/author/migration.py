@@ -223,7 +223,7 @@ def migration_task(
         )  # fmt: skip
         say(f"{task_id}: the test suite at the base, as it is")
         try:
-            plain = run_suite(backend, provisional, [], "as-is", timeout_s, project=detected.project)
+            plain = run_suite(backend, provisional, [], "as-is", timeout_s, project=detected.project, python=True)
         except Refused:
             raise
         except AgentbonError as e:  # the image did not build, the engine failed: this repository's environment

@@ -172,7 +172,7 @@ def run_batch(
     t0 = time.time()
     with store.lock():
         check_resumable(store, config)
-        fresh = store.config() is None  # no earlier driver of this run: none of its sandboxes can exist yet
+        fresh = not store.config_data()  # no earlier driver of this run: none of its sandboxes can exist yet
         changes = check_task_changes(store, tasks, config)
         store.create(config.model_dump(mode="json"), tasks, replace=set(changes.redefined))
         if before_drive is not None:

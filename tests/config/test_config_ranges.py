@@ -123,3 +123,21 @@ def test_limits_that_just_fit_the_deadline_load():
         "deadline_s=100", "sandbox.setup_timeout_s=10", "agent.time_limit_s=60", "model.timeout_s=30",
     ])  # fmt: skip
     assert config.deadline_s == 100
+
+
+def test_a_stored_config_of_another_version_reads_with_every_section_its_model(tmp_path) -> None:
+    """A run written by another version: an unknown key is ignored, a missing one takes its default, and a setting
+    that no longer validates is kept as stored while its section (and every other) stays a typed model."""
+    from agentbon.config import RunConfig, SelectConfig, VerifyConfig
+    from agentbon.store import RunStore
+
+    stored = {"n": 3, "retired_setting": 1, "select": {"selectors": ["tests"], "critic": "bygone"},
+              "verify": {"timeout_s": -5}}  # fmt: skip
+    config = RunConfig.read(stored)
+    assert isinstance(config.select, SelectConfig) and isinstance(config.verify, VerifyConfig)
+    assert (config.n, config.select.selectors, config.select.critic, config.verify.timeout_s) == (3, ["tests"], "bygone", -5)
+    assert config.model.name == RunConfig().model.name and config.select.allow_flags == []
+    store = RunStore(tmp_path / "run")
+    assert store.config() is None and store.config_data() == {}
+    store.create(stored, [])
+    assert store.config() == config and store.config_data() == stored
