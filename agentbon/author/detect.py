@@ -30,6 +30,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentbon.author.imports import used_by_tests
 from agentbon.types import RUNNER_ENV
 
 GROUPS = ("test", "tests", "testing", "dev")
@@ -64,24 +65,20 @@ class Detected:
     notes: list[str] = field(default_factory=list)
     project: str | None = None
     """The project's own distribution name (normalised), where it declares one."""
+    optional: dict[str, str] = field(default_factory=dict)
+    """Requirements of test and dev lists (not the project's runtime ones), each with where it was read."""
 
 
 def _name(requirement: str) -> str:
+    """The requirement's distribution name, normalised (PEP 503: ``Foo_Bar.baz`` is ``foo-bar-baz``)."""
     found = _NAME.match(requirement)
-    return found.group(1).lower().replace("_", "-") if found else requirement
+    return re.sub(r"[-_.]+", "-", found.group(1)).lower() if found else requirement
 
 
-DEV_TOOLS = frozenset({
-    "tox", "nox", "flake8", "black", "ruff", "isort", "pylint", "mypy", "pyright", "twine", "pre-commit", "build",
-    "bump2version", "bumpversion", "check-manifest", "codespell", "pydocstyle", "pycodestyle", "pyflakes", "autopep8",
-    "yapf", "towncrier", "sphinx", "wheel", "setuptools-scm", "coveralls", "codecov",
-})  # fmt: skip
-"""Linters, formatters and release tools dev requirement lists carry: the tests import none of them."""
-
-
-def _add(out: Detected, requirements: list[str], where: str, project: str | None) -> None:
+def _add(out: Detected, requirements: list[str], where: str, project: str | None, runtime: bool = False) -> None:
+    """Add each requirement pip can take from a list, once by name; one that is not ``runtime`` (a test or dev list)
+    stays only if the tests use it (``_leave_out_unused``)."""
     names = {_name(r) for r in out.python_packages}
-    tools: list[str] = []
     for raw in requirements:
         line = raw.split(" #", 1)[0].strip()
         if not line or line.startswith("#"):
@@ -91,17 +88,16 @@ def _add(out: Detected, requirements: list[str], where: str, project: str | None
             continue
         if project and _name(line) == project:
             continue  # the project itself: installed from the repository
-        if _name(line) in DEV_TOOLS or _name(line).startswith("flake8-"):
-            tools.append(_name(line))
-            continue
         if _name(line) not in names:
             names.add(_name(line))
             out.python_packages.append(line)
-    if tools:
-        out.notes.append(f"{where}: left out {', '.join(tools)} (linters and release tools the tests do not import)")
+            if not runtime:
+                out.optional[line] = where
 
 
-def _requirements_file(root: Path, rel: str, out: Detected, project: str | None, seen: set[str]) -> None:
+def _requirements_file(
+    root: Path, rel: str, out: Detected, project: str | None, seen: set[str], runtime: bool = False
+) -> None:
     path = (root / rel).resolve()
     if rel in seen or not path.is_file() or root.resolve() not in path.parents:
         return
@@ -111,12 +107,12 @@ def _requirements_file(root: Path, rel: str, out: Detected, project: str | None,
         line = raw.strip()
         if line.startswith(("-r ", "--requirement ")):
             include = str((Path(rel).parent / line.split(None, 1)[1].strip()).as_posix())
-            _requirements_file(root, include, out, project, seen)
+            _requirements_file(root, include, out, project, seen, runtime)
         elif line.startswith(("-c ", "--constraint ")):
             continue
         else:
             lines.append(line)
-    _add(out, lines, rel, project)
+    _add(out, lines, rel, project, runtime)
 
 
 def _group(groups: dict, name: str, seen: set[str]) -> list[str]:
@@ -148,7 +144,7 @@ def detect(root: Path) -> Detected:
         meta = data.get("project") or {}
         project = _name(str(meta["name"])) if meta.get("name") else None
         installable = installable or "build-system" in data or bool(meta)
-        _add(out, list(meta.get("dependencies") or []), "pyproject.toml [project]", project)
+        _add(out, list(meta.get("dependencies") or []), "pyproject.toml [project]", project, runtime=True)
         extras = meta.get("optional-dependencies") or {}
         groups = data.get("dependency-groups") or {}
         for group in GROUPS:
@@ -165,7 +161,8 @@ def detect(root: Path) -> Detected:
             project = project or (
                 _name(parser.get("metadata", "name")) if parser.has_option("metadata", "name") else None
             )
-            _add(out, parser.get("options", "install_requires", fallback="").splitlines(), "setup.cfg", project)
+            requires = parser.get("options", "install_requires", fallback="").splitlines()
+            _add(out, requires, "setup.cfg", project, runtime=True)
             for group in GROUPS:
                 _add(
                     out,
@@ -175,7 +172,7 @@ def detect(root: Path) -> Detected:
                 )
     seen: set[str] = set()
     for rel in REQUIREMENT_FILES:
-        _requirements_file(root, rel, out, project, seen)
+        _requirements_file(root, rel, out, project, seen, runtime=rel == "requirements.txt")
     tox = root / "tox.ini"
     if tox.is_file():
         parser = configparser.ConfigParser(interpolation=None)
@@ -195,7 +192,8 @@ def detect(root: Path) -> Detected:
                 out.notes.append(f"tox.ini: left out {dep!r} (only for the tox environments it names)")
             elif "{" not in dep:
                 _add(out, [dep], "tox.ini", project)
-    _add(out, _addopts_plugins(root), "pytest addopts", project)
+    _add(out, _addopts_plugins(root), "pytest addopts", project, runtime=True)
+    _leave_out_unused(root, out)
     out.project = project
     if installable:
         out.python_packages = [*UPGRADE, *out.python_packages]
@@ -205,6 +203,56 @@ def detect(root: Path) -> Detected:
         out.env["PYTHONPATH"] = "src"
         out.notes.append("src/ layout of a project that is not installed: PYTHONPATH=src")
     return out
+
+
+IMPORT_NAMES = {
+    "beautifulsoup4": {"bs4"}, "pillow": {"pil"}, "scikit-learn": {"sklearn"}, "scikit-image": {"skimage"},
+    "opencv-python": {"cv2"}, "opencv-python-headless": {"cv2"}, "attrs": {"attr"}, "protobuf": {"google"},
+    "pycryptodome": {"crypto"}, "pycryptodomex": {"cryptodome"}, "dnspython": {"dns"}, "pyyaml": {"yaml"},
+    "setuptools": {"pkg_resources", "distutils"}, "tzdata": {"zoneinfo"}, "pywin32": {"win32api", "win32con"},
+    "python-dateutil": {"dateutil"}, "mock": {"mock"}, "faker": {"faker"}, "pyhamcrest": {"hamcrest"},
+}  # fmt: skip
+"""Distributions whose import name their own does not give (``tzdata``: the data ``zoneinfo`` reads)."""
+
+
+def import_names(requirement: str) -> set[str]:
+    """The names (lower case) a requirement may be imported or asked for as a fixture by: its normalised name with
+    underscores, that without a ``python-``/``py`` prefix or ``-python`` suffix, its first part (``ruamel.yaml``:
+    ``ruamel``), and ``IMPORT_NAMES``. Generous on purpose: a wrong match keeps a requirement, it breaks nothing."""
+    name = _name(requirement)
+    under = name.replace("-", "_")
+    found = {under, under.removeprefix("python_"), under.removeprefix("py"), under.removesuffix("_python")}
+    return found | {name.split("-")[0]} | IMPORT_NAMES.get(name, set())
+
+
+def _leave_out_unused(root: Path, out: Detected) -> None:
+    """Drop the test and dev lists' requirements that the tests do not use: neither imported nor asked for as a
+    fixture by any test file or conftest, and not pytest or a pytest plugin. Where the tests import a module no
+    requirement's name accounts for, nothing is dropped: the provider cannot be told (docs/authoring.md)."""
+    found = used_by_tests(root)
+    if found is None:
+        if out.optional:
+            out.notes.append("no test files found to read imports from: every test and dev requirement kept")
+        return
+    imported, fixtures, third_party = found
+    used = imported | fixtures
+
+    def needed(requirement: str) -> bool:
+        name = _name(requirement)
+        return name == "pytest" or name.startswith("pytest-") or bool(import_names(requirement) & used)
+
+    unused = [r for r in out.optional if not needed(r)]
+    accounted = set().union(*(import_names(r) for r in out.python_packages)) if out.python_packages else set()
+    unknown = sorted(m for m in third_party if m not in accounted)
+    if unused and unknown:
+        out.notes.append(f"kept {', '.join(map(_name, unused))}, which the tests do not import: they import "
+                         f"{', '.join(unknown[:5])}, which no requirement's name accounts for")  # fmt: skip
+        return
+    if unused:
+        out.python_packages = [r for r in out.python_packages if r not in unused]
+        where = sorted({out.optional[r] for r in unused})
+        out.notes.append(f"left out {', '.join(map(_name, unused))} ({', '.join(where)}): not imported by a test "
+                         "file or conftest, nor pytest or a pytest plugin")  # fmt: skip
 
 
 def _setenv(out: Detected, lines: list[str]) -> None:

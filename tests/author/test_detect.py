@@ -25,6 +25,7 @@ def test_every_declaration_is_read_once_and_the_project_installs_itself(tmp_path
         "requirements-dev.txt": "-r requirements/base.txt\n-e .\nhypothesis==6.*  # property tests\n# a comment\n",
         "requirements/base.txt": "Requests\nidna\n",
         "tox.ini": "[testenv]\ndeps =\n    coverage\n    {posargs}\n    -rrequirements-dev.txt\n",
+        "tests/conftest.py": "import freezegun\nfrom hypothesis import given\n",
     })  # fmt: skip
     found = detect(root)
     assert found.python_packages == [
@@ -34,11 +35,13 @@ def test_every_declaration_is_read_once_and_the_project_installs_itself(tmp_path
         "pytest>=8",
         "freezegun",
         "pytest-mock",
-        "idna",
         "hypothesis==6.*",
-        "coverage",
-    ]  # the project itself (any spelling), sphinx (docs) and ruff (a linter) are not in it; Requests is requests
+    ]  # the project itself (any spelling), sphinx (docs), and what no test imports (ruff, idna, coverage) are not in it
     assert found.setup == [INSTALL_SELF]
+    assert any(
+        "left out ruff, idna, coverage (dependency group 'dev', requirements/base.txt, tox.ini): not imported" in note
+        for note in found.notes
+    )
     assert any("left out '-e .'" in note for note in found.notes)
 
 
@@ -47,7 +50,7 @@ def test_setup_cfg_extras_and_a_plain_folder(tmp_path):
         "setup.cfg": "[metadata]\nname = ledger\n[options]\ninstall_requires =\n    python-dateutil\n"
                      "[options.extras_require]\ntesting =\n    pytest\n    ledger[extra]\n",
     })  # fmt: skip
-    assert detect(cfg).python_packages == [*UPGRADE, "python-dateutil", "pytest"]
+    assert detect(cfg).python_packages == [*UPGRADE, "python-dateutil", "pytest"]  # no test file: all kept
     plain = write(tmp_path / "plain", {"calc.py": "x = 1\n", "tests/test_calc.py": "def test(): pass\n"})
     assert detect(plain).python_packages == [] and detect(plain).setup == []
 
@@ -110,9 +113,29 @@ def test_addopts_come_from_the_file_pytest_reads_first(tmp_path):
     assert detect(root).python_packages == [*UPGRADE, "pytest-timeout"]
 
 
-def test_linters_and_release_tools_are_left_out_with_a_note(tmp_path):
-    (tmp_path / "requirements-dev.txt").write_text("pytest>=7\nflake8\nflake8-bugbear\nblack==24.1\ntox\ntwine\n"
-                                                   "pre-commit\nhypothesis\n")
-    found = detect(tmp_path)
-    assert found.python_packages == ["pytest>=7", "hypothesis"]
-    assert any("flake8, flake8-bugbear, black, tox, twine, pre-commit" in n for n in found.notes)
+def test_test_and_dev_requirements_stay_only_where_the_tests_use_them(tmp_path):
+    root = write(tmp_path, {
+        "pyproject.toml": '[project]\nname = "shop"\ndependencies = ["flask", "pyyaml"]\n',
+        "requirements-dev.txt": "pytest>=7\nflake8\nflake8-bugbear\nblack==24.1\ntox\ntwine\npre-commit\nhypothesis\n"
+                                "PyYAML\npython-dateutil\nBeautifulSoup4\nrequests-mock\npytest-mock\ntzdata\nsphinx\n",
+        "tests/test_shop.py": "from hypothesis import given\nimport dateutil.parser as p\nfrom bs4 import BeautifulSoup\n"
+                              "from . import helpers\nimport shop, os\n\ndef test_get(requests_mock, mocker): pass\n",
+        "tests/helpers.py": "",
+        "tests/sub/conftest.py": "import zoneinfo\n",  # tzdata: the data zoneinfo reads
+        "shop/__init__.py": "import flask\n",
+    })  # fmt: skip
+    found = detect(root)
+    # runtime dependencies stay whatever the tests import; pyyaml's dev duplicate is the same requirement
+    assert found.python_packages == [
+        *UPGRADE, "flask", "pyyaml", "pytest>=7", "hypothesis", "python-dateutil", "BeautifulSoup4", "requests-mock",
+        "pytest-mock", "tzdata",
+    ]  # fmt: skip
+    assert any(
+        "left out flake8, flake8-bugbear, black, tox, twine, pre-commit, sphinx (requirements-dev.txt)" in n
+        for n in found.notes
+    )
+    # A module no requirement's name accounts for (it may come from any of them): nothing is dropped.
+    (root / "tests/test_more.py").write_text("import mystery_lib\n")
+    unsure = detect(root)
+    assert "sphinx" in unsure.python_packages and "flake8" in unsure.python_packages
+    assert any("which no requirement's name accounts for" in n and "mystery_lib" in n for n in unsure.notes)
