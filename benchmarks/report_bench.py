@@ -120,7 +120,7 @@ def bench(args: argparse.Namespace) -> None:
     print(f"input arrays:                 {input_mib:8.1f} MiB")
     print(f"curves + bootstrap bands:     {t1 - t0:8.3f} s")
     print(f"scaling table + fits:         {t2 - t1:8.3f} s")
-    print(f"critic calibration + CIs:     {t4 - t3:8.3f} s   ({len(calibrated['critics'])} critics)")
+    print(f"critic calibration + CIs:     {t4 - t3:8.3f} s   ({len(calibrated.critics)} critics)")
     print(f"batch budget uniform replay:  {t5 - t4:8.3f} s")
     print(f"staged verification replay:   {t6 - t5:8.3f} s")
     print(f"total compute:                {t2 - t0 + t6 - t3:8.3f} s   (target < 2 s)")
@@ -159,7 +159,7 @@ def bench(args: argparse.Namespace) -> None:
     print(f"process max RSS:              {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:8.1f} MiB")
     print(f"coverage@{ks[-1]} = {curves.coverage.mean[-1]:.4f}; ", end="")
     print(", ".join(f"{k}: selected@{ks[-1]}={v.mean[-1]:.4f}" for k, v in curves.selected.items()))
-    print(f"points per doubling (coverage fit): {table['coverage']['fit']['points_per_doubling']}")
+    print(f"points per doubling (coverage fit): {table.coverage.fit and table.coverage.fit.points_per_doubling}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from agentbon.evaluate.match import Matched
 from agentbon.evaluate.predictions import InputError
 from agentbon.files import write_atomic
+from agentbon.report.schema import HarnessReport
 from agentbon.store import RunStore
 from agentbon.types import Flag, Task, TestOutcome, Verdict
 
@@ -155,35 +156,23 @@ def build_eval_report(
     ``unloaded``: the suite's records that did not load (id → why): part of the dataset, as for the harness.
     """
     results = instance_results(store, matched, unloaded)
-    ids: dict[Outcome, list[str]] = {"resolved": [], "unresolved": [], "empty_patch": [], "error": []}
-    for tid, r in results.items():
-        ids[r.outcome].append(tid)
     grades = store.verdicts("grade") if store.path.exists() else {}
     triaged = triage(results, grades)
     tiers = {tier: sorted(t for t, (_, tr) in triaged.items() if tr == tier) for tier in ("environment", "ambiguous")}
     dataset = {t.task_id for t in tasks} | set(unloaded or {})
-    completed = sorted(ids["resolved"] + ids["unresolved"])
+    keys = HarnessReport.of(dataset, list(results), {tid: r.outcome for tid, r in results.items()})
+    # The harness's triage keys, each after the key it follows in ``make_run_report``.
+    after: dict[str, dict[str, Any]] = {
+        "unresolved_instances": {"infra_failure_instances": len(tiers["environment"]),
+                                 "ambiguous_failure_instances": len(tiers["ambiguous"])},
+        "unresolved_ids": {"infra_failure_ids": tiers["environment"], "ambiguous_failure_ids": tiers["ambiguous"],
+                           "failure_reasons": {tid: reason for tid, (reason, _) in sorted(triaged.items())}},
+    }  # fmt: skip
+    harness: dict[str, Any] = {}
+    for key, value in keys:
+        harness.update({key: value, **after.get(key, {})})
     return {
-        "total_instances": len(dataset),
-        "submitted_instances": len(results),
-        "completed_instances": len(completed),
-        "resolved_instances": len(ids["resolved"]),
-        "unresolved_instances": len(ids["unresolved"]),
-        "infra_failure_instances": len(tiers["environment"]),
-        "ambiguous_failure_instances": len(tiers["ambiguous"]),
-        "empty_patch_instances": len(ids["empty_patch"]),
-        "error_instances": len(ids["error"]),
-        "completed_ids": completed,
-        "incomplete_ids": sorted(dataset - set(results)),
-        "empty_patch_ids": sorted(ids["empty_patch"]),
-        "submitted_ids": sorted(results),
-        "resolved_ids": sorted(ids["resolved"]),
-        "unresolved_ids": sorted(ids["unresolved"]),
-        "infra_failure_ids": tiers["environment"],
-        "ambiguous_failure_ids": tiers["ambiguous"],
-        "failure_reasons": {tid: reason for tid, (reason, _) in sorted(triaged.items())},
-        "error_ids": sorted(ids["error"]),
-        "schema_version": 2,
+        **harness,
         "run_id": store.run_id,
         "model_name_or_path": matched.model,
         "predictions": predictions_file,

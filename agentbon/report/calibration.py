@@ -26,6 +26,7 @@ from agentbon.critic import calibration as cal
 from agentbon.metrics.fallback import among_whole
 from agentbon.report.compute import mapped
 from agentbon.report.data import RunData
+from agentbon.report.schema import Calibration, CriticCalibration, Role
 from agentbon.types import Rollout
 
 OOF_LIMIT = 20_000
@@ -92,16 +93,17 @@ def _out_of_fold(data: RunData, cells: np.ndarray, labels: np.ndarray, seed: int
     return out_of_fold(X, labels, task_ids, list(NUMERIC_NAMES), False, 1.0, 5, seed), ""
 
 
-def _block(name: str, role: str, labels: np.ndarray, scores: np.ndarray, rows: np.ndarray, tasks: int,
-           options: ReportConfig) -> dict[str, Any]:  # fmt: skip
+def _block(name: str, role: Role, labels: np.ndarray, scores: np.ndarray, rows: np.ndarray, tasks: int,
+           options: ReportConfig) -> CriticCalibration:  # fmt: skip
     measured = cal.measure(labels, scores, rows, tasks, options.bootstrap, options.confidence, options.seed)
-    return {"name": name, "role": role, "tasks": int(np.count_nonzero(np.bincount(rows))), **measured}
+    return CriticCalibration(name=name, role=role, tasks=int(np.count_nonzero(np.bincount(rows))), **measured)
 
 
-def calibration_section(data: RunData, options: ReportConfig) -> dict[str, Any]:
+def calibration_section(data: RunData, options: ReportConfig) -> Calibration:
     """The ``calibration`` part of ``summary.json`` (empty ``critics`` where no candidate has a decided grade)."""
     used, why = run_critic(data.config, data.path)
-    out: dict[str, Any] = {"used": used, "why": why, "critics": [], "notes": []}
+    out = Calibration(used=used, why=why)
+    notes = out.notes
     if data.valid.size == 0:
         return out
     # A task whose critic selection failed on infrastructure has no score from the run's critic: out of every block
@@ -110,43 +112,43 @@ def calibration_section(data: RunData, options: ReportConfig) -> dict[str, Any]:
     cells = among_whole(data.candidate, data.fallback, data.valid) & ~left[:, None]
     if left.any():
         names = [t for t, out in zip(data.task_ids, left, strict=True) if out]
-        out["notes"].append(f"{len(names)} task(s) left out: the critic's selection failed on infrastructure "
-                            f"({', '.join(names[:5])}{', …' if len(names) > 5 else ''}); the same command selects "
-                            "them again")  # fmt: skip
+        notes.append(f"{len(names)} task(s) left out: the critic's selection failed on infrastructure "
+                     f"({', '.join(names[:5])}{', …' if len(names) > 5 else ''}); the same command selects "
+                     "them again")  # fmt: skip
     if not cells.any():
-        out["notes"].append("no candidate with a decided grade: nothing to calibrate")
+        notes.append("no candidate with a decided grade: nothing to calibrate")
         return out
     labels = data.correct[cells]
     rows = np.nonzero(cells)[0]
     tasks = len(data.task_ids)
     recorded = _recorded(data, cells, used) if used != "none" else None
-    blocks: list[tuple[str, str, np.ndarray]] = []
+    blocks: list[tuple[str, Role, np.ndarray]] = []
     if recorded is not None:
         blocks.append((used, "run", recorded))
     elif used != "none":
-        out["notes"].append(f"{used}: no scores recorded (add `critic` to select.selectors to measure it)")
+        notes.append(f"{used}: no scores recorded (add `critic` to select.selectors to measure it)")
     blocks.append(("evidence passed", "baseline", data.evidence_pass[cells].astype(np.float64)))
 
-    def measured(block: tuple[str, str, np.ndarray]) -> dict[str, Any]:
+    def measured(block: tuple[str, Role, np.ndarray]) -> CriticCalibration:
         return _block(block[0], block[1], labels, block[2], rows, tasks, options)
 
-    out["critics"] += mapped(measured, blocks, labels.size)  # independent blocks
+    out.critics += mapped(measured, blocks, labels.size)  # independent blocks
     oof, skipped = _out_of_fold(data, cells, labels, options.seed)
     if oof is None:
-        out["notes"].append(f"classifier, out of fold: not fitted ({skipped})")
+        notes.append(f"classifier, out of fold: not fitted ({skipped})")
         return out
     block = _block("classifier, out of fold", "out-of-fold", labels, oof, rows, tasks, options)
-    out["critics"].append(block)
-    base_auc, oof_auc = out["critics"][-2]["auroc"]["mean"], block["auroc"]["mean"]
+    out.critics.append(block)
+    base_auc, oof_auc = out.critics[-2].auroc.mean, block.auroc.mean
     if base_auc is None or oof_auc is None:
-        out["notes"].append("AUROC undefined (one grade only): no critic can be compared with the evidence")
+        notes.append("AUROC undefined (one grade only): no critic can be compared with the evidence")
     elif oof_auc > base_auc:
-        out["notes"].append(
+        notes.append(
             f"a classifier trained on this run's grades beats the evidence result out of fold (AUROC {oof_auc:.3f} "
             f"against {base_auc:.3f}): train it (`agentbon critic train`) and name it in select.critic_path"
         )
     else:
-        out["notes"].append(
+        notes.append(
             f"a classifier trained on this run's grades does not beat the evidence result out of fold (AUROC "
             f"{oof_auc:.3f} against {base_auc:.3f}): keep tests first (tests-then-critic)"
         )

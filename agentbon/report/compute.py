@@ -71,9 +71,6 @@ class Band:
     lo: np.ndarray
     hi: np.ndarray
 
-    def as_dict(self) -> dict[str, list[float | None]]:
-        return {"mean": _r(self.mean), "lo": _r(self.lo), "hi": _r(self.hi)}
-
 
 @dataclass
 class Curves:
@@ -98,11 +95,6 @@ class Curves:
     boot: dict[str, np.ndarray] = field(default_factory=dict)
     """``coverage`` and each selector's name → bootstrap means, shape (resamples, ks); NaN where not measured."""
     confidence: float = 0.95
-
-
-def _r(values: np.ndarray) -> list[float | None]:
-    # + 0.0: no -0.0 in the JSON; NaN (not measured) becomes null.
-    return [None if not np.isfinite(v) else round(float(v), 6) + 0.0 for v in np.asarray(values, float).ravel()]
 
 
 def _band(samples: np.ndarray, mean: np.ndarray, confidence: float) -> Band:

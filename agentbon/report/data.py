@@ -149,10 +149,6 @@ class RunData:
         """The selector whose winners are exported: the config's first that has selections."""
         return self.selectors[0] if self.selectors else None
 
-    def is_valid(self, rollout: Rollout) -> bool:
-        """Whether a rollout finished (not an infra error, not cancelled); ``valid`` also needs a decided grade."""
-        return rollout.finished
-
 
 def _task_order(tasks: list[Task], rollouts: dict[str, Rollout], selections: list[Selection]) -> list[str]:
     order = [t.task_id for t in tasks]

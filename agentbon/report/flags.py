@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import get_args
 
 from agentbon.report.data import RunData
+from agentbon.report.schema import Flags
 from agentbon.types import Flag, FlagKind
 
 KINDS: tuple[str, ...] = get_args(FlagKind)
@@ -56,7 +57,7 @@ def blocking_kinds(data: RunData, rollout_id: str) -> list[str]:
     return [k for k in rollout_kinds(data, rollout_id) if k not in allowed]
 
 
-def flag_section(data: RunData) -> dict:
+def flag_section(data: RunData) -> Flags:
     """``summary.json``'s ``flags``: rollouts per kind, tasks per kind, task → kind → rollouts, flagged winners."""
     per_task: dict[str, dict[str, list[str]]] = {}
     for task_id in data.task_ids:
@@ -78,12 +79,12 @@ def flag_section(data: RunData) -> dict:
         }
         winners[name] = dict(sorted(chosen.items()))
     flagged = {rid for t in per_task.values() for rids in t.values() for rid in rids}
-    return {
-        "rollouts": len(flagged),
-        "by_kind": {k: v for k, v in by_kind.items() if v},
-        "tasks_by_kind": {k: v for k, v in tasks_by_kind.items() if v},
-        "per_task": per_task,
-        "winners": winners,
-        "allowed": allowed_kinds(data),
-        "fallback": data.config.select.flagged_fallback,
-    }
+    return Flags(
+        rollouts=len(flagged),
+        by_kind={k: v for k, v in by_kind.items() if v},
+        tasks_by_kind={k: v for k, v in tasks_by_kind.items() if v},
+        per_task=per_task,
+        winners=winners,
+        allowed=allowed_kinds(data),
+        fallback=data.config.select.flagged_fallback,
+    )

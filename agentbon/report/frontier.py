@@ -33,14 +33,12 @@ all-tests cost over the policy's cost: how many more candidates the same verific
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from agentbon.metrics.fallback import among_whole
 from agentbon.metrics.sampling import flat_index, gather_rows
 from agentbon.report.data import RunData
-from agentbon.report.schema import Anchor, Frontier
+from agentbon.report.schema import Anchor, Frontier, FrontierPolicy
 from agentbon.select import SELECTORS
 
 ANCHOR = Anchor(
@@ -76,33 +74,32 @@ def frontier_section(data: RunData) -> Frontier | None:
         rest = np.where(subset, data.evidence_s - data.subset_s, data.evidence_s)
         out += replay.policies(kept, "FAIL_TO_PASS first, then ", cost=rest, paid=subset_cost)
     out += _untested(data, cells, replay.tasks)
-    full_cost = out[0]["throughput"]
-    for row in out:
-        row["throughput"] = round(full_cost / row["throughput"], 3) if row["throughput"] > 0 else None
-    base = out[0]["accuracy"]
-    for row in out:
-        row["accuracy_drop_points"] = round(100 * (base - row["accuracy"]), 3)
+    full_cost, base = out[0].throughput or 0.0, out[0].accuracy
+    for p in out:  # ``throughput`` held each policy's cost until here
+        cost = p.throughput or 0.0
+        p.throughput = round(full_cost / cost, 3) if cost > 0 else None
+        p.accuracy_drop_points = round(100 * (base - p.accuracy), 3)
     from agentbon.report.calibration import run_critic
 
     critic_name = run_critic(data.config, data.path)[0]
-    return Frontier.model_validate({
-        "policies": out,
-        "critic": critic_name,
-        "critic_tokens": (
+    return Frontier(
+        policies=out,
+        critic=critic_name,
+        critic_tokens=(
             int(data.critic_tokens[cells].sum()) if data.critic_tokens is not None
             else "unknown" if critic_name == "llm-judge" else 0
         ),
-        "anchor": ANCHOR,
-        "parse_stage": data.parse_checked,
-        "unparsed": int(unparsed.sum()),
-        "subset_stage": data.subset_checked,
-        "subset_costed": int(subset.sum()),
-        "subset_dropped": int((subset & data.subset_fail).sum()),
-        "subset_live": int((subset & data.subset_live).sum()) if data.subset_checked else 0,
-        "candidates": int(cells.sum()),
-        "tasks": replay.tasks,
-        "tasks_left_out": [t for t, out in zip(data.task_ids, out_rows, strict=True) if out],
-    })  # fmt: skip
+        anchor=ANCHOR,
+        parse_stage=data.parse_checked,
+        unparsed=int(unparsed.sum()),
+        subset_stage=data.subset_checked,
+        subset_costed=int(subset.sum()),
+        subset_dropped=int((subset & data.subset_fail).sum()),
+        subset_live=int((subset & data.subset_live).sum()) if data.subset_checked else 0,
+        candidates=int(cells.sum()),
+        tasks=replay.tasks,
+        tasks_left_out=[t for t, out in zip(data.task_ids, out_rows, strict=True) if out],
+    )  # fmt: skip
 
 
 UNTESTED = tuple(name for name, cls in SELECTORS.items() if not cls.reads_tests and not cls.oracle)
@@ -110,7 +107,7 @@ UNTESTED = tuple(name for name, cls in SELECTORS.items() if not cls.reads_tests 
 cost."""
 
 
-def _untested(data: RunData, cells: np.ndarray, tasks: int) -> list[dict[str, Any]]:
+def _untested(data: RunData, cells: np.ndarray, tasks: int) -> list[FrontierPolicy]:
     """The run's selectors that read no test, each choosing among all of a task's candidates (``cells``, over
     ``tasks`` tasks): selected accuracy as the exact expectation of its choice (ties and draws included, as the
     curves compute selected@k at k = n)."""
@@ -129,10 +126,8 @@ def _untested(data: RunData, cells: np.ndarray, tasks: int) -> list[dict[str, An
         accuracy = float(whole(logits, right, data.valid).sum()) / tasks if tasks else 0.0
         # soft-bon draws by the critic's scores: what a critic that calls a model spent is its cost too.
         tokens = None if name != "soft-bon" or data.critic_tokens is None else int(data.critic_tokens[cells].sum())
-        out.append({
-            "policy": f"{name} alone (no tests)", "tested": 0, "container_s": 0.0, "accuracy": round(accuracy, 6),
-            "throughput": 0.0, "tokens": tokens,
-        })  # fmt: skip
+        out.append(FrontierPolicy(policy=f"{name} alone (no tests)", tested=0, container_s=0.0,
+                                  accuracy=round(accuracy, 6), throughput=0.0, accuracy_drop_points=0.0, tokens=tokens))
     return out
 
 
@@ -182,7 +177,7 @@ class _Replay:
 
     def policies(
         self, cells: np.ndarray, prefix: str, cost: np.ndarray | None = None, paid: float = 0.0
-    ) -> list[dict[str, Any]]:
+    ) -> list[FrontierPolicy]:
         """Every policy over the candidates in ``cells``: all tested, the critic's top m tested, the critic alone
         (``throughput`` holds the cost until the caller turns it into a ratio). A tested candidate costs ``cost``
         (default: its evidence seconds); ``paid`` is what an earlier stage spent on every candidate, in every
@@ -209,7 +204,7 @@ class _Replay:
             policies.append((f"{prefix}critic, tests on top {m}", m))
             m *= 2
         policies.append((f"{prefix}critic alone", 0))
-        out: list[dict[str, Any]] = []
+        out: list[FrontierPolicy] = []
         for name, top in policies:
             # The best tested candidate by evidence, then critic: the first evidence pass within the top m, else
             # the critic's first (a task without candidates: none).
@@ -217,9 +212,9 @@ class _Replay:
             solved = (counts > 0) & self.right[every, chosen]
             last = np.where(counts >= top, np.argmax(rank >= top, axis=1), width - 1)  # the top-th candidate's place
             spend = paid + (float(spent[every, last].sum()) if top else 0.0)
-            out.append({
-                "policy": name, "tested": int(np.minimum(counts, top).sum()), "container_s": round(spend, 3),
-                "accuracy": round(float(solved.sum()) / tasks, 6) if tasks else 0.0, "throughput": spend,
-                "tokens": tokens,
-            })  # fmt: skip
+            out.append(FrontierPolicy(
+                policy=name, tested=int(np.minimum(counts, top).sum()), container_s=round(spend, 3),
+                accuracy=round(float(solved.sum()) / tasks, 6) if tasks else 0.0, throughput=spend,
+                accuracy_drop_points=0.0, tokens=tokens,
+            ))  # fmt: skip
         return out

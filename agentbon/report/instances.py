@@ -9,12 +9,11 @@ rollouts all hit infrastructure errors (no valid sample) is an error as well, ne
 from __future__ import annotations
 
 from agentbon.report.data import RunData
+from agentbon.report.schema import Bucket, HarnessReport
 from agentbon.types import Rollout, Verdict
 
-SWEBENCH_SCHEMA_VERSION = 2
 
-
-def _bucket(rollout: Rollout | None, grade: Verdict | None) -> str:
+def _bucket(rollout: Rollout | None, grade: Verdict | None) -> Bucket:
     if rollout is None or rollout.status == "cancelled":
         return "incomplete"
     if rollout.status == "infra_error":
@@ -23,36 +22,12 @@ def _bucket(rollout: Rollout | None, grade: Verdict | None) -> str:
         return "empty_patch"
     if grade is None:
         return "incomplete"
-    return {"pass": "resolved", "fail": "unresolved"}.get(grade.status, "error")
+    return "resolved" if grade.status == "pass" else "unresolved" if grade.status == "fail" else "error"
 
 
-def _report(total: list[str], submitted: list[str], buckets: dict[str, str]) -> dict:
-    ids: dict[str, list[str]] = {b: [] for b in ("resolved", "unresolved", "empty_patch", "error", "incomplete")}
-    for key, bucket in buckets.items():
-        ids[bucket].append(key)
-    completed = ids["resolved"] + ids["unresolved"]
-    return {
-        "total_instances": len(total),
-        "submitted_instances": len(submitted),
-        "completed_instances": len(completed),
-        "resolved_instances": len(ids["resolved"]),
-        "unresolved_instances": len(ids["unresolved"]),
-        "empty_patch_instances": len(ids["empty_patch"]),
-        "error_instances": len(ids["error"]),
-        "completed_ids": sorted(completed),
-        "incomplete_ids": sorted(ids["incomplete"]),
-        "empty_patch_ids": sorted(ids["empty_patch"]),
-        "submitted_ids": sorted(submitted),
-        "resolved_ids": sorted(ids["resolved"]),
-        "unresolved_ids": sorted(ids["unresolved"]),
-        "error_ids": sorted(ids["error"]),
-        "schema_version": SWEBENCH_SCHEMA_VERSION,
-    }
-
-
-def winner_report(data: RunData, selector: str | None) -> dict:
+def winner_report(data: RunData, selector: str | None) -> HarnessReport:
     """The harness's report over tasks for ``selector``'s winners (the predictions file it would grade)."""
-    buckets: dict[str, str] = {}
+    buckets: dict[str, Bucket] = {}
     submitted: list[str] = []
     chosen = data.selections.get(selector or "", {})
     for i, task_id in enumerate(data.task_ids):
@@ -63,14 +38,10 @@ def winner_report(data: RunData, selector: str | None) -> dict:
             buckets[task_id] = _bucket(rollout, data.grades.get(rollout.rollout_id))
         elif data.present[i].any() and not data.valid[i].any():
             buckets[task_id] = "error"  # every rollout failed on infrastructure: nothing to submit
-        else:
-            buckets[task_id] = "incomplete"
-    return _report(data.task_ids, submitted, buckets)
+    return HarnessReport.of(data.task_ids, submitted, buckets)  # the others: incomplete
 
 
-def rollout_report(data: RunData) -> dict:
+def rollout_report(data: RunData) -> HarnessReport:
     """The same keys over rollout ids: infra_error rollouts are errors, not failures."""
     buckets = {rid: _bucket(r, data.grades.get(rid)) for rid, r in data.rollouts.items()}
-    total = sorted(buckets)
-    submitted = [rid for rid in total if data.rollouts[rid].finished]
-    return _report(total, submitted, buckets)
+    return HarnessReport.of(list(buckets), [rid for rid, r in data.rollouts.items() if r.finished], buckets)

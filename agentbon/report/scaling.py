@@ -21,6 +21,7 @@ from agentbon.metrics import (
     verifier_ceiling,
 )
 from agentbon.report.compute import Curves
+from agentbon.report.schema import Fit, Forecast, Scaling, SeriesScaling, StopCall, Target
 
 FORECAST_DOUBLINGS = 2
 """The N → 2N forecast extends the fit over the last two measured doublings (the local rate)."""
@@ -41,28 +42,28 @@ def _interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
 
 
 def stop_call(ks: list[int], mean: np.ndarray, boot: np.ndarray, confidence: float,
-              threshold: float = ONE_POINT) -> dict:  # fmt: skip
+              threshold: float = ONE_POINT) -> StopCall:  # fmt: skip
     """Whether doubling still pays, from slopes over the remaining doublings (two at least) and their intervals.
 
     ``stops`` from the first k whose slope's whole interval lies under ``threshold``; else ``pays``
     when the interval of the last two doublings' slope lies at or above it; else ``unclear``.
     """
     point, boots = tail_slopes(ks, mean), tail_slopes(ks, boot)
-    out: dict = {"call": "too few doublings", "from_k": None, "slope": None, "lo": None, "hi": None,
-                 "threshold_points": round(threshold * 100, 3), "min_doublings": MIN_DOUBLINGS}  # fmt: skip
+    out = StopCall(call="too few doublings", from_k=None, slope=None, lo=None, hi=None,
+                   threshold_points=round(threshold * 100, 3), min_doublings=MIN_DOUBLINGS)  # fmt: skip
     if not point:
         return out
     for start, slope in point.items():
         lo, hi = _interval(boots[start], confidence)
         if hi < threshold:
-            return {**out, "call": "stops", "from_k": start, "slope": _p(slope), "lo": _p(lo), "hi": _p(hi)}
+            return out.model_copy(update=dict(call="stops", from_k=start, slope=_p(slope), lo=_p(lo), hi=_p(hi)))
     last = list(point)[-1]
     lo, hi = _interval(boots[last], confidence)
     call = "pays" if lo >= threshold else "unclear"
-    return {**out, "call": call, "from_k": last, "slope": _p(point[last]), "lo": _p(lo), "hi": _p(hi)}
+    return out.model_copy(update=dict(call=call, from_k=last, slope=_p(point[last]), lo=_p(lo), hi=_p(hi)))
 
 
-def forecast(ks: list[int], mean: np.ndarray, boot: np.ndarray, confidence: float) -> dict | None:
+def forecast(ks: list[int], mean: np.ndarray, boot: np.ndarray, confidence: float) -> Forecast | None:
     """The metric at 2K (K the largest measured k) from the fit a + b·log2 k over the last two doublings."""
     if len(ks) < 2:
         return None
@@ -76,11 +77,11 @@ def forecast(ks: list[int], mean: np.ndarray, boot: np.ndarray, confidence: floa
     gain, gain_samples = value - float(mean[-1]), samples - boot[:, -1]
     lo, hi = _interval(samples, confidence)
     glo, ghi = _interval(gain_samples, confidence)
-    return {"from_k": ks[-1], "to_k": 2 * ks[-1], "fitted_ks": [ks[i] for i in local], "value": _f(value),
-            "lo": _f(lo), "hi": _f(hi), "gain": _f(gain), "gain_lo": _f(glo), "gain_hi": _f(ghi)}  # fmt: skip
+    return Forecast(from_k=ks[-1], to_k=2 * ks[-1], fitted_ks=[ks[i] for i in local], value=_f(value), lo=_f(lo),
+                    hi=_f(hi), gain=_f(gain), gain_lo=_f(glo), gain_hi=_f(ghi))  # fmt: skip
 
 
-def targets(ks: list[int], mean: np.ndarray, wanted: Sequence[float]) -> list[dict]:
+def targets(ks: list[int], mean: np.ndarray, wanted: Sequence[float]) -> list[Target]:
     """Per target: the first measured k that reached it, else the k the fit extrapolates beyond the data."""
     fit = loglinear_fit(ks, mean) if ks else None
     out = []
@@ -91,46 +92,45 @@ def targets(ks: list[int], mean: np.ndarray, wanted: Sequence[float]) -> list[di
         if reached is None and fit is not None:
             guess = fit.k_for(t)
             k = round(guess, 2) if np.isfinite(guess) and guess > ks[-1] else None
-        out.append({"target": t, "reached_at_k": reached, "extrapolated_k": k})
+        out.append(Target(target=t, reached_at_k=reached, extrapolated_k=k))
     return out
 
 
-def _series(curves: Curves, name: str, wanted: Sequence[float]) -> dict:
+def _series(curves: Curves, name: str, wanted: Sequence[float]) -> SeriesScaling:
     band = curves.coverage if name == "coverage" else curves.selected[name]
     boot = curves.boot.get(name)
     ks = [k for k, m in zip(curves.ks, curves.measured, strict=True) if m]
     mean = band.mean[curves.measured]
     all_gains = np.diff(band.mean) / np.log2(np.asarray(curves.ks[1:], float) / np.asarray(curves.ks[:-1], float))
-    out: dict = {
-        "measured_ks": ks,
-        "gain": [_f(g) for g in all_gains],
-        "fit": None,
-        "stop": stop_call([], mean[:0], np.empty((0, 0)), curves.confidence),
-        "forecast": None,
-        "targets": targets(ks, mean, wanted),
-    }
+    out = SeriesScaling(
+        measured_ks=ks,
+        gain=[_f(g) for g in all_gains],
+        fit=None,
+        stop=stop_call([], mean[:0], np.empty((0, 0)), curves.confidence),
+        forecast=None,
+        targets=targets(ks, mean, wanted),
+    )
     if not ks or boot is None:
         return out
     mboot = boot[:, curves.measured]
     fit = loglinear_fit(ks, mean)
     lo, hi = _interval(mboot @ slope_weights(ks), curves.confidence) if len(ks) > 1 else (np.nan, np.nan)
-    out["fit"] = {"a": _f(fit.a), "points_per_doubling": _p(fit.b), "lo": _p(lo), "hi": _p(hi), "r2": round(fit.r2, 4),
-                  "ks": ks}  # fmt: skip
-    out["stop"] = stop_call(ks, mean, mboot, curves.confidence)
-    out["forecast"] = forecast(ks, mean, mboot, curves.confidence)
+    out.fit = Fit(a=_f(fit.a), points_per_doubling=_p(fit.b), lo=_p(lo), hi=_p(hi), r2=round(fit.r2, 4), ks=ks)
+    out.stop = stop_call(ks, mean, mboot, curves.confidence)
+    out.forecast = forecast(ks, mean, mboot, curves.confidence)
     return out
 
 
-def scaling(curves: Curves, wanted: Sequence[float] = ()) -> dict:
+def scaling(curves: Curves, wanted: Sequence[float] = ()) -> Scaling:
     """The decision table: gain per doubling, the fit, whether doubling pays, N → 2N, the verifier ceiling."""
     cov = curves.coverage.mean[curves.measured]
     last = float(cov[-1]) if cov.size else np.nan
-    out: dict = {"coverage": _series(curves, "coverage", [*wanted, last + 0.05, last + 0.10]), "selectors": {}}
-    ks = out["coverage"]["measured_ks"]
+    out = Scaling(coverage=_series(curves, "coverage", [*wanted, last + 0.05, last + 0.10]), selectors={})
+    ks = out.coverage.measured_ks
     for name, band in curves.selected.items():
         sel = band.mean[curves.measured]
         top = float(sel[-1]) if sel.size else np.nan
         block = _series(curves, name, [*wanted, top + 0.05, top + 0.10, last])
-        block["verifier_ceiling_at_k"] = verifier_ceiling(ks, cov, sel) if len(ks) > 1 else None
-        out["selectors"][name] = block
+        block.verifier_ceiling_at_k = verifier_ceiling(ks, cov, sel) if len(ks) > 1 else None
+        out.selectors[name] = block
     return out

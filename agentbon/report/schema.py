@@ -6,8 +6,9 @@ sample count) or undefined. Slopes (``points_per_doubling``, ``slope``) are in p
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -74,7 +75,7 @@ class SelectorMetrics(Part):
 class Metrics(Part):
     confidence: float
     bootstrap: int
-    pass_at_1: Point = Field(alias="pass@1")
+    pass_at_1: Point = Field(validation_alias="pass@1", serialization_alias="pass@1")
     coverage: Band
     measured: list[bool]
     """Per k: every task in the curves has at least k samples in its curve sample."""
@@ -225,11 +226,15 @@ class ReliabilityBin(Part):
     pass_rate: float
 
 
+Role = Literal["run", "baseline", "out-of-fold"]
+"""A critic's place in the calibration: the run's own, the evidence baseline, the classifier fitted out of fold."""
+
+
 class CriticCalibration(Part):
     """One critic's scores against the grade over the graded candidates (report/calibration.py)."""
 
     name: str
-    role: Literal["run", "baseline", "out-of-fold"]
+    role: Role
     n: int
     positives: int
     tasks: int
@@ -329,9 +334,14 @@ class Frontier(Part):
     scored 0 (docs/failure-taxonomy.md, "Selection")."""
 
 
+Bucket = Literal["resolved", "unresolved", "empty_patch", "error", "incomplete"]
+"""A SWE-bench instance's bucket (``swebench.harness.reporting.make_run_report``): a test result (resolved or not),
+no patch, no test result (error), or not evaluated yet."""
+
+
 class HarnessReport(Part):
     """SWE-bench harness report keys (schema_version 2): over tasks at the top of ``RunReport``, over rollout ids in
-    its ``rollout_report`` (report/instances.py)."""
+    its ``rollout_report`` (report/instances.py), over predictions in ``eval_report.json`` (evaluate/report.py)."""
 
     total_instances: int
     submitted_instances: int
@@ -348,6 +358,33 @@ class HarnessReport(Part):
     unresolved_ids: list[str]
     error_ids: list[str]
     schema_version: int
+
+    @classmethod
+    def of(cls, total: Collection[str], submitted: Collection[str], buckets: Mapping[str, Bucket]) -> HarnessReport:
+        """The keys over the ids of ``total``, each in its bucket (incomplete where it has none): ``completed`` is
+        resolved or unresolved; ``submitted`` counts apart, as the harness counts its predictions."""
+        ids: dict[str, list[str]] = {b: [] for b in get_args(Bucket)}
+        for key in {*total, *buckets}:
+            ids[buckets.get(key, "incomplete")].append(key)
+        ids = {b: sorted(keys) for b, keys in ids.items()}
+        completed = sorted(ids["resolved"] + ids["unresolved"])
+        return cls(
+            total_instances=len(total),
+            submitted_instances=len(submitted),
+            completed_instances=len(completed),
+            resolved_instances=len(ids["resolved"]),
+            unresolved_instances=len(ids["unresolved"]),
+            empty_patch_instances=len(ids["empty_patch"]),
+            error_instances=len(ids["error"]),
+            completed_ids=completed,
+            incomplete_ids=ids["incomplete"],
+            empty_patch_ids=ids["empty_patch"],
+            submitted_ids=sorted(submitted),
+            resolved_ids=ids["resolved"],
+            unresolved_ids=ids["unresolved"],
+            error_ids=ids["error"],
+            schema_version=2,
+        )
 
 
 CostUnit = Literal["usd", "tokens"]
@@ -472,8 +509,8 @@ class TaskRow(Part):
     early_stopped: bool = False
 
 
-class RunReport(Part):
-    """Every figure of a run: what ``report.md``, ``report.html`` and the terminal show, and SWE-bench's keys."""
+class RunHead(Part):
+    """The fields ``summary.json`` lists before the harness keys (a base of :class:`RunReport` for that order)."""
 
     schema_id: str = Field(default=SUMMARY_SCHEMA, alias="schema")
     version: int = SUMMARY_VERSION
@@ -493,22 +530,12 @@ class RunReport(Part):
     calibration: Calibration = Field(default_factory=Calibration)
     budget: BudgetPart | None = None
     frontier: Frontier | None = None
-    # SWE-bench harness report keys (schema_version 2) for the primary selector's winners.
-    total_instances: int
-    submitted_instances: int
-    completed_instances: int
-    resolved_instances: int
-    unresolved_instances: int
-    empty_patch_instances: int
-    error_instances: int
-    completed_ids: list[str]
-    incomplete_ids: list[str]
-    empty_patch_ids: list[str]
-    submitted_ids: list[str]
-    resolved_ids: list[str]
-    unresolved_ids: list[str]
-    error_ids: list[str]
-    schema_version: int
+
+
+class RunReport(HarnessReport, RunHead):
+    """Every figure of a run: what ``report.md``, ``report.html`` and the terminal show; at its top level, after the
+    head, SWE-bench's keys for the primary selector's winners (a harness report over tasks)."""
+
     rollout_report: HarnessReport
     """The same keys over rollout ids."""
     metrics: Metrics

@@ -229,5 +229,5 @@ def test_the_run_records_and_shows_which_server_it_chose_and_why(tmp_path: Path)
     assert store.config_data()["model"]["launcher"] == "llama-cpp"  # the store names what ran
     (event,) = store.recorded(LauncherChosen)
     assert event.launcher == "llama-cpp" and "AMD EPYC, 2 cores, avx2" in event.reason
-    assert serving_stats(store)["launcher_reason"] == event.reason
+    assert serving_stats(store).launcher_reason == event.reason
     assert shown.index("note") < shown.index("launcher") < shown.index("plan")

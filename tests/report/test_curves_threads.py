@@ -47,5 +47,5 @@ def test_threaded_calibration_gives_the_serial_blocks(tmp_path, monkeypatch: pyt
     monkeypatch.setattr(compute, "PARALLEL_CELLS", 0)
     monkeypatch.setattr(compute.os, "cpu_count", lambda: 2)
     threaded = calibration.calibration_section(data, ReportConfig(bootstrap=100))
-    assert [b["role"] for b in threaded["critics"]] == ["run", "baseline", "out-of-fold"]
+    assert [b.role for b in threaded.critics] == ["run", "baseline", "out-of-fold"]
     assert threaded == serial

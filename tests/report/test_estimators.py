@@ -102,10 +102,10 @@ def test_one_noisy_doubling_does_not_stop_the_call():
     mean = np.cumsum([0.20, 0.05, 0.005, 0.095, 0.10])  # gains 5, 0.5, 9.5, 10 points
     boot = mean + np.random.default_rng(0).normal(scale=0.01, size=(400, 5))
     call = stop_call(ks, mean, boot, 0.95)
-    assert call["call"] == "pays" and call["from_k"] == 4  # the last two doublings: about 10 points each
+    assert call.call == "pays" and call.from_k == 4  # the last two doublings: about 10 points each
     flat = np.cumsum([0.2, 0.05, 0.003, 0.002, 0.002])
     stops = stop_call(ks, flat, flat + np.random.default_rng(1).normal(scale=0.001, size=(400, 5)), 0.95)
-    assert (stops["call"], stops["from_k"]) == ("stops", 2)
+    assert (stops.call, stops.from_k) == ("stops", 2)
 
 
 def test_a_grade_infra_error_is_left_out_of_n(tmp_path):
