@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from agentbon.evaluate.match import Matched
 from agentbon.evaluate.predictions import InputError
 from agentbon.files import write_atomic
+from agentbon.report.flags import verdict_flags
 from agentbon.report.schema import HarnessReport
 from agentbon.store import RunStore
 from agentbon.types import Flag, Task, TestOutcome, Verdict
@@ -75,14 +76,6 @@ def bucket(verdict: Verdict | None) -> tuple[Outcome, ErrorKind]:
     return ("resolved", "") if verdict.status == "pass" else ("unresolved", "")
 
 
-def flags_of(verdict: Verdict) -> list[Flag]:
-    """The verdict's flags, with a ``tampered`` flag for a legacy ``tampered`` list that has none."""
-    flags = list(verdict.flags)
-    if verdict.tampered and not any(f.kind == "tampered" for f in flags):
-        flags.append(Flag(kind="tampered", detail="touched protected files", paths=list(verdict.tampered)))
-    return flags
-
-
 BLANK = "the patch is whitespace only: no way applies it (the harness: an error instance)"
 NOT_GRADED = "not graded (interrupted or stopped before its verification)"
 
@@ -114,7 +107,7 @@ def _graded(tid: str, line: int, v: Verdict | None) -> InstanceResult:
     return base.model_copy(
         update=dict(
             verdict=v.status, reason=v.reason, patch_applied=v.patch_applied, timed_out=v.timed_out,
-            tampered=v.tampered, flags=flags_of(v), tests=v.tests, patch_hash=v.patch_hash, duration_s=v.duration_s,
+            tampered=v.tampered, flags=verdict_flags(v), tests=v.tests, patch_hash=v.patch_hash, duration_s=v.duration_s,
         )
     )  # fmt: skip
 

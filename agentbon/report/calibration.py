@@ -17,11 +17,9 @@ run's selectors used and why, and whether a trained one beat the evidence baseli
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from agentbon.config import ReportConfig, RunConfig
+from agentbon.config import ReportConfig
 from agentbon.critic import calibration as cal
 from agentbon.metrics.fallback import among_whole
 from agentbon.report.compute import mapped
@@ -33,15 +31,13 @@ OOF_LIMIT = 20_000
 """Most candidates the report fits the out-of-fold classifier on (five fits of Newton's method)."""
 
 
-def run_critic(config: RunConfig, run_path: Any = None) -> tuple[str, str]:
+def run_critic(data: RunData) -> tuple[str, str]:
     """The critic the run's selectors used, and why that one (``auto``: as it decided, critic/auto.py)."""
-    kind, path = config.select.critic, config.select.critic_path
+    kind, path = data.config.select.critic, data.config.select.critic_path
     if kind == "auto" and not path:
-        from pathlib import Path
-
         from agentbon.critic.auto import recorded_choice
 
-        choice = recorded_choice(Path(run_path)) if run_path is not None else None
+        choice = recorded_choice(data.path) if data.path is not None else None
         if choice:
             return str(choice.get("critic")), f"select.critic: auto: {choice.get('why')}"
         return "heuristic-prior", "select.critic: auto, and no choice recorded for the run: the hand-set prior"
@@ -101,7 +97,7 @@ def _block(name: str, role: Role, labels: np.ndarray, scores: np.ndarray, rows: 
 
 def calibration_section(data: RunData, options: ReportConfig) -> Calibration:
     """The ``calibration`` part of ``summary.json`` (empty ``critics`` where no candidate has a decided grade)."""
-    used, why = run_critic(data.config, data.path)
+    used, why = run_critic(data)
     out = Calibration(used=used, why=why)
     notes = out.notes
     if data.valid.size == 0:

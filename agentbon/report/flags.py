@@ -11,7 +11,7 @@ from typing import get_args
 
 from agentbon.report.data import RunData
 from agentbon.report.schema import Flags
-from agentbon.types import Flag, FlagKind
+from agentbon.types import Flag, FlagKind, Verdict
 
 KINDS: tuple[str, ...] = get_args(FlagKind)
 """Every flag kind, in the order the report lists them."""
@@ -21,16 +21,19 @@ def _order(kinds: set[str]) -> list[str]:
     return [k for k in KINDS if k in kinds] + sorted(kinds - set(KINDS))
 
 
+def verdict_flags(verdict: Verdict) -> list[Flag]:
+    """The verdict's flags, with a ``tampered`` flag for a legacy ``tampered`` list that has none."""
+    flags = list(verdict.flags)
+    if verdict.tampered and not any(f.kind == "tampered" for f in flags):
+        flags.append(Flag(kind="tampered", detail="touched protected files", paths=list(verdict.tampered)))
+    return flags
+
+
 def rollout_flags(data: RunData, rollout_id: str) -> list[Flag]:
     """The flags of a rollout's evidence and grade verdicts, each once (a legacy ``tampered`` list included)."""
     out: list[Flag] = []
     for verdict in (data.evidence.get(rollout_id), data.grades.get(rollout_id)):
-        if verdict is None:
-            continue
-        flags = list(verdict.flags)
-        if verdict.tampered and not any(f.kind == "tampered" for f in flags):
-            flags.append(Flag(kind="tampered", detail="touched protected files", paths=list(verdict.tampered)))
-        out += [f for f in flags if f not in out]
+        out += [f for f in verdict_flags(verdict) if f not in out] if verdict else []
     return out
 
 

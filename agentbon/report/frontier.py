@@ -81,7 +81,7 @@ def frontier_section(data: RunData) -> Frontier | None:
         p.accuracy_drop_points = round(100 * (base - p.accuracy), 3)
     from agentbon.report.calibration import run_critic
 
-    critic_name = run_critic(data.config, data.path)[0]
+    critic_name = run_critic(data)[0]
     return Frontier(
         policies=out,
         critic=critic_name,

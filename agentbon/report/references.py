@@ -5,38 +5,16 @@ from __future__ import annotations
 from agentbon.report.schema import Reference, References
 
 REFERENCES: list[Reference] = [
-    Reference(
-        name="SWE-Gym (learned verifier)",
-        benchmark="SWE-bench Verified",
-        n=16,
-        pass_at_1=0.206,
-        coverage=0.428,
-        selected=0.320,
-        selection_loss=0.108,
-        points_per_doubling=3.1,
-    ),
-    Reference(
-        name="CodeMonkeys",
-        benchmark="SWE-bench Verified",
-        n=10,
-        pass_at_1=None,
-        coverage=0.698,
-        selected=0.574,
-        selection_loss=0.124,
-        points_per_doubling=None,
-    ),
-    Reference(
-        name="DeepSWE",
-        benchmark="SWE-bench Verified",
-        n=16,
-        pass_at_1=0.422,
-        coverage=0.710,
-        selected=0.590,
-        selection_loss=0.120,
-        points_per_doubling=None,
-    ),
-]
-"""Each entry: accuracy fractions at ``n`` samples as published; None where the source gives no figure."""
+    Reference(name=name, benchmark="SWE-bench Verified", n=n, pass_at_1=pass_at_1, coverage=coverage,
+              selected=selected, selection_loss=loss, points_per_doubling=per_doubling)
+    for name, n, pass_at_1, coverage, selected, loss, per_doubling in [
+        ("SWE-Gym (learned verifier)", 16, 0.206, 0.428, 0.320, 0.108, 3.1),
+        ("CodeMonkeys", 10, None, 0.698, 0.574, 0.124, None),
+        ("DeepSWE", 16, 0.422, 0.710, 0.590, 0.120, None),
+    ]
+]  # fmt: skip
+"""Each entry: accuracy fractions at ``n`` samples as published (name, N, pass@1, coverage, selected, selection loss,
+points per doubling); None where the source gives no figure."""
 
 LABEL = "External references (published, SWE-bench Verified) — not measured by this run"
 
