@@ -12,7 +12,9 @@ Steps, each of which can refuse with a ``TaskError`` naming the repository and t
 4. **tests**: in two fresh sandboxes of the task's image, the repository's whole pytest suite at the base with
    the test diff, then with the test diff and the fix. FAIL_TO_PASS: tests that pass with the fix and failed,
    errored or were not collectable without it (in a file the test diff touches); PASS_TO_PASS: tests that pass
-   in both. Refused when no test goes from failing to passing;
+   in both, by default only those in the files the test diff touches, the fix changes, or that import a module it
+   changes (``--pass-to-pass all``: the whole suite's; docs/authoring.md, "Lean PASS_TO_PASS lists"). Refused when
+   no test goes from failing to passing;
 5. **evidence**: the suite once more at the base as it is; the evidence is the PASS_TO_PASS tests that pass
    there (a test the test patch adds, or a parameter id it renumbers, does not exist before it);
 6. **write**: ``<out>/<task_id>/`` with ``task.yaml``, ``repo.bundle``, ``gold.patch`` and ``test.patch``.
@@ -32,32 +34,21 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import yaml
 
 from agentbon.author.batch import gives_away
 from agentbon.author.detect import Detected, detect
+from agentbon.author.imports import is_test_path, lean_files
 from agentbon.author.outcomes import PLUGIN
 from agentbon.errors import AgentbonError, TaskError
 from agentbon.types import Environment, RepoSource, Task, TestSet
 
-TEST_DIRS = frozenset({"test", "tests", "testing"})
 _PLUGIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 TASK_ID = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def is_test_path(path: str) -> bool:
-    """True for a file of the test suite: in a test folder, ``test_*.py``, ``*_test.py`` or ``conftest.py``."""
-    parts = PurePosixPath(path).parts
-    name = parts[-1] if parts else ""
-    return (
-        any(p in TEST_DIRS for p in parts[:-1])
-        or (name.startswith("test_") and name.endswith(".py"))
-        or name.endswith("_test.py")
-        or name == "conftest.py"
-    )
+PassToPass = Literal["lean", "all"]
 
 
 @dataclass
@@ -74,6 +65,8 @@ class Made:
     """Outcome of every test at the base with the test diff."""
     after: dict[str, str] = field(default_factory=dict)
     """Outcome of every test with the test diff and the fix."""
+    suite: int = 0
+    """PASS_TO_PASS tests of the whole suite (``pass_to_pass`` holds all of them, or the lean part)."""
 
 
 class Refused(TaskError):
@@ -250,6 +243,30 @@ def outcome_lists(before: dict[str, str], after: dict[str, str], test_files: set
     return f2p, p2p
 
 
+def lean_pass_to_pass(repo: Any, fix: str, changed: list[str], p2p: list[str]) -> tuple[list[str], str]:
+    """The PASS_TO_PASS tests in the files the fix concerns (``imports.lean_files``, read at the fix commit, where
+    the test patch is applied; ``changed``: the paths the fix commit changes), and which files those are, said."""
+    import git
+
+    def read(path: str) -> str:
+        try:
+            return str(repo.git.show(f"{fix}:{path}"))
+        except git.GitCommandError as e:  # not a path of the repository's root (another rootdir): kept
+            raise OSError(path) from e
+
+    tree = set(str(repo.git.ls_tree("-r", "--name-only", fix)).splitlines())
+    code = [p for p in changed if not is_test_path(p)]
+    touched = [p for p in changed if is_test_path(p)]
+    keep, modules = lean_files({t.split("::", 1)[0] for t in p2p}, code, touched, tree, read)
+    how = (
+        f"in the test patch's files, the fix's, and those importing {', '.join(modules[:4])}"
+        + (f" and {len(modules) - 4} more" if len(modules) > 4 else "")
+        if modules
+        else "the fix changes no Python module: the whole suite"
+    )
+    return [t for t in p2p if t.split("::", 1)[0] in keep], how
+
+
 GENERIC_FOLDERS = {"", "repo", "repository", "src", "source", "checkout", "mirror", "work", "tmp"}
 
 
@@ -334,11 +351,13 @@ def from_commit(
     problem: str | None = None,
     environment: Environment | None = None,
     detect_environment: bool = True,
+    pass_to_pass: PassToPass = "lean",
     timeout_s: float = 900.0,
     say: Callable[[str], None] = lambda line: None,
 ) -> Made:
     """Write ``<out>/<task_id>/`` for the fix ``fix_ref`` of the repository ``source`` (module docstring); the
-    environment's empty fields are filled from what the repository declares unless ``detect_environment`` is off."""
+    environment's empty fields are filled from what the repository declares unless ``detect_environment`` is off;
+    ``pass_to_pass``: the lean lists or the whole suite's."""
     given = environment or Environment()
     with tempfile.TemporaryDirectory(prefix="agentbon-author-") as tmp:
         repo = _repo(source, Path(tmp))
@@ -379,8 +398,8 @@ def from_commit(
             raise Refused(source, "environment", f"{type(e).__name__}: {str(e).splitlines()[0][:400]}") from e
         say(f"{task_id}: running it again with the fix")
         after = run_suite(backend, provisional, [test_patch, gold], "fix", timeout_s, project=own)
-        test_files = {p for p in repo.git.diff("--name-only", base, fix).splitlines() if is_test_path(p)}
-        f2p, p2p = outcome_lists(before["tests"], after["tests"], test_files)
+        changed = [p for p in repo.git.diff("--name-only", "--no-renames", base, fix).splitlines() if p]
+        f2p, p2p = outcome_lists(before["tests"], after["tests"], {p for p in changed if is_test_path(p)})
         if not f2p:
             failing = [t for t, o in after["tests"].items() if o != "passed"]
             hint = f"; {len(failing)} fail even with the fix (first: {failing[0]})" if failing else ""
@@ -390,6 +409,11 @@ def from_commit(
             )  # fmt: skip
         say(f"{task_id}: running it at the base as it is, for the selection evidence")
         plain = run_suite(backend, provisional, [], "base", timeout_s, project=own)
+        suite = len(p2p)
+        if pass_to_pass == "lean":
+            p2p, how = lean_pass_to_pass(repo, fix, changed, p2p)
+            say(f"{task_id}: PASS_TO_PASS: {len(p2p)} of the suite's {suite} tests kept, {how} "
+                "(--pass-to-pass all keeps them all)")  # fmt: skip
         # Evidence: the PASS_TO_PASS tests as they are before the test patch (ids it renumbers or adds are not).
         evidence = [t for t in p2p if plain["tests"].get(t) == "passed"]
         if len(evidence) < len(p2p):
@@ -409,6 +433,7 @@ def from_commit(
             "gold_patch_file": "gold.patch",
             "metadata": {
                 "source": public_source(source, repo_name(repo, source, fix)), "fix_commit": fix,
+                "pass_to_pass": f"{pass_to_pass}: {len(p2p)} of {suite}",
                 **({} if problem else {"problem_statement": "the commit message"}),
                 **({"problem_names_the_fix": ", ".join(named)} if named else {}),
             },
@@ -417,4 +442,4 @@ def from_commit(
         out.mkdir(parents=True, exist_ok=True)
         shutil.move(str(staging), folder)
     say(f"{task_id}: {len(f2p)} FAIL_TO_PASS, {len(p2p)} PASS_TO_PASS: {folder}")
-    return Made(folder, task_id, base, fix, f2p, p2p, before["tests"], after["tests"])
+    return Made(folder, task_id, base, fix, f2p, p2p, before["tests"], after["tests"], suite)

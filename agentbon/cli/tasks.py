@@ -218,6 +218,14 @@ def from_commit(
     setup: SetupOpt = None,
     env: EnvOpt = None,
     no_detect: NoDetectOpt = False,
+    pass_to_pass: Annotated[
+        str,
+        typer.Option(
+            "--pass-to-pass", metavar="lean|all", help="lean: the PASS_TO_PASS tests in the files the test diff "
+            "touches, the fix changes, or that import a module it changes; all: the whole suite's.",
+            rich_help_panel="Tests",
+        ),
+    ] = "lean",
     timeout: SuiteTimeoutOpt = 900.0,
 ) -> None:
     """Bug-fix tasks from fix commits: the fix split into code and test diffs, FAIL_TO_PASS and PASS_TO_PASS found
@@ -228,10 +236,14 @@ def from_commit(
     from pydantic import ValidationError
 
     from agentbon.author.batch import BatchEntry, read_batch
+    from agentbon.author.commit import PassToPass
     from agentbon.author.commit import from_commit as make
     from agentbon.console import make_console
 
     console = make_console()
+    if pass_to_pass not in ("lean", "all"):
+        raise typer.BadParameter(f"{pass_to_pass!r}: give lean or all", param_hint="--pass-to-pass")
+    lists: PassToPass = "all" if pass_to_pass == "all" else "lean"
     if batch is not None:
         if repo or commits or task_id or problem:
             raise typer.BadParameter("--batch names every task: give no REPO, COMMITS, --task-id or --problem with it")
@@ -259,14 +271,15 @@ def from_commit(
     def write(entry: BatchEntry) -> Any:
         return make(entry.repo, entry.commit or "", out, backend=backend, task_id=entry.id,
                     problem=entry.statement(batch) if batch else entry.problem, environment=environment,
-                    detect_environment=not no_detect, timeout_s=timeout,
+                    detect_environment=not no_detect, pass_to_pass=lists, timeout_s=timeout,
                     say=lambda line: console.print(line, markup=False, highlight=False))  # fmt: skip
 
     def named(entry: BatchEntry) -> str:
         return f"{entry.commit} ({entry.where})" if batch else str(entry.commit)
 
     def wrote(made: Any) -> str:
-        return (f"{made.task_dir} ({len(made.fail_to_pass)} FAIL_TO_PASS, {len(made.pass_to_pass)} PASS_TO_PASS); "
+        return (f"{made.task_dir} ({len(made.fail_to_pass)} FAIL_TO_PASS, {len(made.pass_to_pass)} of the suite's "
+                f"{made.suite} PASS_TO_PASS); "
                 f"check it: agentbon tasks validate {made.task_dir}")  # fmt: skip
 
     if _write_each(console, entries, write, named, wrote):

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentbon.author.commit import is_test_path, outcome_lists
+from agentbon.author.commit import lean_pass_to_pass, outcome_lists
+from agentbon.author.imports import is_test_path
 from agentbon.cli import app
 from agentbon.tasks import load_task
 
@@ -97,7 +98,8 @@ def test_a_fix_commit_becomes_a_task_that_validates_and_bad_commits_are_refused(
     task = load_task(folder)
     assert task.metadata["problem_statement"] == "the commit message" and task.metadata["problem_names_the_fix"] == "add"
     assert task.grade.fail_to_pass == ["tests/test_ops.py::test_add", "tests/test_ops.py::test_add_zero"]
-    assert task.grade.pass_to_pass == ["tests/test_ops.py::test_mul", "tests/test_other.py::test_truth"]
+    assert task.grade.pass_to_pass == ["tests/test_ops.py::test_mul"]  # lean: test_other.py imports no calc.ops
+    assert task.metadata["pass_to_pass"] == "lean: 1 of 2" and "1 of the suite's 2 PASS_TO_PASS" in output
     assert task.repo.base_commit == repo["base"] and task.problem_statement.startswith("Fix add: it subtracted")
     assert "return a + b" in (task.gold_patch or "") and "tests/" not in (task.gold_patch or "")
     assert "def test_add()" in task.grade.patch and "calc/ops.py" not in task.grade.patch
@@ -119,6 +121,23 @@ def test_test_files_are_told_from_code_by_path():
     assert not any(
         map(is_test_path, ["pkg/ops.py", "pkg/contest.py", "testsuite.py", "docs/tests.md", "pkg/attest.py"])
     )
+
+
+def test_lean_pass_to_pass_reads_the_files_at_the_fix_commit(repo):
+    import git
+
+    changed = ["calc/ops.py", "tests/test_ops.py"]
+    p2p = ["tests/test_ops.py::test_mul", "tests/test_other.py::test_truth", "elsewhere/test_x.py::test_y"]
+    lean, how = lean_pass_to_pass(git.Repo(repo["root"]), str(repo["fix"]), changed, p2p)
+    # test_other.py imports nothing of calc.ops; a file not at that path in the repository is kept, unjudged
+    assert lean == ["tests/test_ops.py::test_mul", "elsewhere/test_x.py::test_y"] and "importing calc.ops" in how
+    whole, said = lean_pass_to_pass(git.Repo(repo["root"]), str(repo["fix"]), ["tests/test_ops.py", "calc/data.json"], p2p)
+    assert whole == p2p and said.endswith("the whole suite")
+
+
+def test_a_bad_pass_to_pass_choice_is_refused_before_any_work(tmp_path):
+    result = CliRunner().invoke(app, ["tasks", "from-commit", str(tmp_path), "abc", "--pass-to-pass", "some"])
+    assert result.exit_code == 2 and "'some': give lean or all" in " ".join(result.output.split())
 
 
 def test_fail_to_pass_includes_new_tests_the_base_could_not_collect():
