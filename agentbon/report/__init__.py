@@ -11,13 +11,11 @@ from pathlib import Path
 from agentbon.files import write_atomic
 from agentbon.report.html import render_html
 from agentbon.report.markdown import render_markdown
-from agentbon.report.schema import SUMMARY_SCHEMA, SUMMARY_VERSION, RunReport, read_summary
+from agentbon.report.schema import RunReport, read_summary
 from agentbon.report.summary import build_report, build_summary
 from agentbon.store import RunStore
 
 __all__ = [
-    "SUMMARY_SCHEMA",
-    "SUMMARY_VERSION",
     "RunReport",
     "build_report",
     "build_summary",

@@ -97,6 +97,11 @@ class Curves:
     confidence: float = 0.95
 
 
+def fraction(x: float) -> float | None:
+    """A fraction as ``summary.json`` writes it: 6 decimals, no -0.0; None for NaN (a k not measured)."""
+    return None if not np.isfinite(x) else round(float(x), 6) + 0.0
+
+
 def _band(samples: np.ndarray, mean: np.ndarray, confidence: float) -> Band:
     lo, hi = percentile_interval(samples, confidence)
     return Band(mean=mean, lo=lo, hi=hi)
@@ -181,7 +186,7 @@ def compute_curves(
     confidence: float = 0.95,
     seed: int = 0,
     estimators: dict[str, Estimator] | None = None,
-    candidates: np.ndarray | dict[str, np.ndarray] | None = None,
+    candidates: dict[str, np.ndarray] | None = None,
     softmax: SoftmaxMode = "auto",
     majority: SoftmaxMode = "auto",
     fallbacks: dict[str, np.ndarray] | None = None,
@@ -192,8 +197,8 @@ def compute_curves(
     baseline). Tasks without a sample are left out; a k above some task's sample count is not
     measured (NaN). Every series is resampled with the same task draws, so a selector's loss band
     is the band of a difference, not a difference of bands. ``estimators`` names how each
-    selector's scores are read (default ``rank``); ``candidates`` marks the samples a selector could
-    pick (default: all; a dict gives each selector its own), which every estimator chooses among: a
+    selector's scores are read (default ``rank``); ``candidates`` marks, per selector, the samples it
+    could pick (default: all), which every estimator chooses among: a
     k-subset with no candidate counts as no choice (unsolved), whatever its samples' grades. A ``majority``
     selector's scores are its cluster labels (equal label, identical patch). ``softmax`` and ``majority`` say how
     those selectors are computed (:data:`SoftmaxMode`); an estimate's tasks are independent, so the bootstrap over
@@ -215,8 +220,7 @@ def compute_curves(
     every = np.ones(valid.shape, bool)
 
     def cand_of(name: str) -> np.ndarray:
-        mask = candidates.get(name, every) if isinstance(candidates, dict) else candidates
-        return np.asarray(every if mask is None else mask, bool)[rows]
+        return np.asarray((candidates or {}).get(name, every), bool)[rows]
 
     n = n_all[rows]
     c = (cor * cur).sum(axis=1).round().astype(np.int64)

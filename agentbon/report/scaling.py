@@ -20,7 +20,7 @@ from agentbon.metrics import (
     tail_slopes,
     verifier_ceiling,
 )
-from agentbon.report.compute import Curves
+from agentbon.report.compute import Curves, fraction
 from agentbon.report.schema import Fit, Forecast, Scaling, SeriesScaling, StopCall, Target
 
 FORECAST_DOUBLINGS = 2
@@ -30,10 +30,6 @@ FORECAST_DOUBLINGS = 2
 def _p(x: float) -> float | None:
     """A fraction as points, rounded; None for NaN."""
     return None if not np.isfinite(x) else round(float(x) * 100, 3) + 0.0
-
-
-def _f(x: float) -> float | None:
-    return None if not np.isfinite(x) else round(float(x), 6) + 0.0
 
 
 def _interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -77,8 +73,9 @@ def forecast(ks: list[int], mean: np.ndarray, boot: np.ndarray, confidence: floa
     gain, gain_samples = value - float(mean[-1]), samples - boot[:, -1]
     lo, hi = _interval(samples, confidence)
     glo, ghi = _interval(gain_samples, confidence)
-    return Forecast(from_k=ks[-1], to_k=2 * ks[-1], fitted_ks=[ks[i] for i in local], value=_f(value), lo=_f(lo),
-                    hi=_f(hi), gain=_f(gain), gain_lo=_f(glo), gain_hi=_f(ghi))  # fmt: skip
+    return Forecast(from_k=ks[-1], to_k=2 * ks[-1], fitted_ks=[ks[i] for i in local], value=fraction(value),
+                    lo=fraction(lo), hi=fraction(hi), gain=fraction(gain), gain_lo=fraction(glo),
+                    gain_hi=fraction(ghi))  # fmt: skip
 
 
 def targets(ks: list[int], mean: np.ndarray, wanted: Sequence[float]) -> list[Target]:
@@ -104,7 +101,7 @@ def _series(curves: Curves, name: str, wanted: Sequence[float]) -> SeriesScaling
     all_gains = np.diff(band.mean) / np.log2(np.asarray(curves.ks[1:], float) / np.asarray(curves.ks[:-1], float))
     out = SeriesScaling(
         measured_ks=ks,
-        gain=[_f(g) for g in all_gains],
+        gain=[fraction(g) for g in all_gains],
         fit=None,
         stop=stop_call([], mean[:0], np.empty((0, 0)), curves.confidence),
         forecast=None,
@@ -115,7 +112,7 @@ def _series(curves: Curves, name: str, wanted: Sequence[float]) -> SeriesScaling
     mboot = boot[:, curves.measured]
     fit = loglinear_fit(ks, mean)
     lo, hi = _interval(mboot @ slope_weights(ks), curves.confidence) if len(ks) > 1 else (np.nan, np.nan)
-    out.fit = Fit(a=_f(fit.a), points_per_doubling=_p(fit.b), lo=_p(lo), hi=_p(hi), r2=round(fit.r2, 4), ks=ks)
+    out.fit = Fit(a=fraction(fit.a), points_per_doubling=_p(fit.b), lo=_p(lo), hi=_p(hi), r2=round(fit.r2, 4), ks=ks)
     out.stop = stop_call(ks, mean, mboot, curves.confidence)
     out.forecast = forecast(ks, mean, mboot, curves.confidence)
     return out

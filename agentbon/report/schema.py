@@ -369,22 +369,13 @@ class HarnessReport(Part):
         ids = {b: sorted(keys) for b, keys in ids.items()}
         completed = sorted(ids["resolved"] + ids["unresolved"])
         return cls(
-            total_instances=len(total),
-            submitted_instances=len(submitted),
-            completed_instances=len(completed),
-            resolved_instances=len(ids["resolved"]),
-            unresolved_instances=len(ids["unresolved"]),
-            empty_patch_instances=len(ids["empty_patch"]),
-            error_instances=len(ids["error"]),
-            completed_ids=completed,
-            incomplete_ids=ids["incomplete"],
-            empty_patch_ids=ids["empty_patch"],
-            submitted_ids=sorted(submitted),
-            resolved_ids=ids["resolved"],
-            unresolved_ids=ids["unresolved"],
-            error_ids=ids["error"],
-            schema_version=2,
-        )
+            total_instances=len(total), submitted_instances=len(submitted), completed_instances=len(completed),
+            resolved_instances=len(ids["resolved"]), unresolved_instances=len(ids["unresolved"]),
+            empty_patch_instances=len(ids["empty_patch"]), error_instances=len(ids["error"]),
+            completed_ids=completed, incomplete_ids=ids["incomplete"], empty_patch_ids=ids["empty_patch"],
+            submitted_ids=sorted(submitted), resolved_ids=ids["resolved"], unresolved_ids=ids["unresolved"],
+            error_ids=ids["error"], schema_version=2,
+        )  # fmt: skip
 
 
 CostUnit = Literal["usd", "tokens"]

@@ -16,7 +16,7 @@ from agentbon.orchestrate.events import Allocated, LauncherChosen, ModelStats
 from agentbon.report import schema
 from agentbon.report.budget import budget_section
 from agentbon.report.calibration import calibration_section
-from agentbon.report.compute import Band, Curves, Estimator, compute_curves
+from agentbon.report.compute import Band, Curves, Estimator, compute_curves, fraction
 from agentbon.report.costs import cost_section, theory_section
 from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA, PASS, UNGRADED, RunData, load_run
 from agentbon.report.flags import flag_section
@@ -128,8 +128,7 @@ def serving_stats(store: RunStore) -> schema.Serving | None:
 
 
 def _r(values: np.ndarray) -> list[float | None]:
-    # + 0.0: no -0.0 in the JSON; NaN (not measured) becomes null.
-    return [None if not np.isfinite(v) else round(float(v), 6) + 0.0 for v in np.asarray(values, float).ravel()]
+    return [fraction(v) for v in np.asarray(values, float).ravel()]
 
 
 def _band(b: Band) -> schema.Band:
