@@ -7,6 +7,10 @@ several models without ``--model``, a failed preflight such as a missing image: 
 are not graded, each named — ids not in the suite, earlier duplicates, predictions for tasks that did not load —
 the rest graded); 3 some predictions could not be graded (infrastructure: run the same command again to retry
 them), or Ray did not start or join (one line naming it and the fix); 130 interrupted (resume).
+
+Several files (``--predictions A.jsonl B.jsonl``), or ``--ensemble`` on one, grade every prediction as a rollout of
+its instance and write the run's best-of-N report (docs/swebench.md, "Several systems"); exit codes as above, 2 also
+for predictions of tasks that did not load (left out).
 """
 
 from __future__ import annotations
@@ -38,10 +42,16 @@ def make_factories() -> Any:
 def eval_command(
     suite: Annotated[Path, typer.Argument(help="Task suite the predictions are for: SWE-bench JSON/JSONL or agentbon tasks.")],
     predictions: Annotated[
-        Path, typer.Option("--predictions", "-p", help="Predictions: JSON list, JSON object by id, or JSONL with instance_id, model_name_or_path, model_patch.", rich_help_panel=_INPUT)
+        list[Path], typer.Option("--predictions", "-p", help="Predictions: JSON list, JSON object by id, or JSONL with instance_id, model_name_or_path, model_patch. Several files (-p A -p B, or --predictions A B): an ensemble.", rich_help_panel=_INPUT)
     ],
+    more: Annotated[
+        list[Path] | None, typer.Argument(help="More predictions files (as in --predictions A.jsonl B.jsonl): an ensemble.", show_default=False)
+    ] = None,
+    ensemble: Annotated[
+        bool, typer.Option("--ensemble", help="Grade every prediction as a rollout of its instance (each model of each file a system, each repeated id a sample) and report best-of-N selection across them; implied by several files.", rich_help_panel=_INPUT)
+    ] = False,
     model: Annotated[
-        str | None, typer.Option(help="Grade only this model_name_or_path (needed when the file holds several).", rich_help_panel=_INPUT)
+        str | None, typer.Option(help="Grade only this model_name_or_path (needed when the file holds several), not with an ensemble.", rich_help_panel=_INPUT)
     ] = None,
     config_files: ConfigFiles = None,
     overrides: Overrides = None,
@@ -71,6 +81,10 @@ def eval_command(
     suite. Where agentbon differs: an id not in the suite, or an earlier duplicate, is an input error naming its
     line and the rest is graded (exit 2; the harness refuses a file with an unknown id); a file with several models
     needs --model; the guard and the second check can fail a patch the harness resolves (docs/swebench.md).
+
+    Several files, or --ensemble: every prediction is a rollout of its instance (each model of each file a system,
+    each repeated id a sample; a missing one an empty patch, unresolved), graded with the selection evidence, and
+    the run's best-of-N report (coverage@k, selected@k, selection loss) covers selection across them.
     """
     from agentbon.config import load_config
     from agentbon.console import make_console
@@ -81,6 +95,11 @@ def eval_command(
     from agentbon.progress import make_display
 
     console = make_console()
+    files = [*predictions, *(more or [])]
+    if (ensemble or len(files) > 1) and model is not None:
+        typer.echo("error: --model picks one model for a harness report; an ensemble grades every model of every "
+                   "file (split the file to leave one out)", err=True)  # fmt: skip
+        raise typer.Exit(2)
     with exit_codes():
         config = load_config(
             config_files, overrides, ray_address=ray_address, run_dir=str(run_dir) if run_dir else None,
@@ -89,14 +108,43 @@ def eval_command(
     tasks, load_errors = load_suite_and_errors_or_exit(suite)
     sigterm_as_ctrl_c()
     display = make_display(run_id or "eval", console)
+    if ensemble or len(files) > 1:
+        _ensemble(console, display, tasks, files, config, suite, unloaded_tasks(load_errors, tasks))
     with exit_codes(), display:
         result = evaluate(
-            tasks, predictions, config, suite=str(suite), model=model, factories=make_factories(), emit=display,
+            tasks, files[0], config, suite=str(suite), model=model, factories=make_factories(), emit=display,
             unloaded=unloaded_tasks(load_errors, tasks),
         )
     print_report(result.report, console)
     console.print(f"report: {result.report_path}", markup=False, highlight=False, soft_wrap=True)
     _explain(console, result)
+    raise typer.Exit(result.exit_code)
+
+
+def _ensemble(
+    console: Any, display: Any, tasks: list[Any], files: list[Path], config: Any, suite: Path, unloaded: dict[str, str]
+) -> None:
+    """Grade the files as an ensemble: the run's report (selection across systems) and one harness report each."""
+    from agentbon.evaluate.ensemble_run import evaluate_ensemble
+    from agentbon.evaluate.table import print_systems
+
+    with exit_codes(), display:
+        result = evaluate_ensemble(
+            tasks, [str(f) for f in files], config, suite=str(suite), factories=make_factories(), emit=display,
+            unloaded=unloaded,
+        )
+    print_systems(result, console)
+    if result.summary is not None:
+        from agentbon.report.terminal import print_summary
+
+        print_summary(result.summary, console)
+        console.print(f"reports: {result.path / 'report.md'}, {result.path / 'report.html'}", markup=False,
+                      highlight=False, soft_wrap=True)  # fmt: skip
+    if result.interrupted:
+        console.print("interrupted: run the same command to resume", markup=False, highlight=False, soft_wrap=True)
+    elif result.exit_code == 3:
+        console.print("some rollouts not graded or selected (infrastructure): run the same command to retry them "
+                      "(exit 3)", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
     raise typer.Exit(result.exit_code)
 
 

@@ -2,6 +2,8 @@
 
 ``predictions`` reads the file, ``match`` sorts it against the suite, ``seed`` turns predictions into finished
 rollouts, ``run`` hands them to the batch runner, ``report`` writes ``eval_report.json``, ``table`` shows it.
+Several systems' predictions as one best-of-N run: ``ensemble`` lays them out as rollouts, ``ensemble_run`` grades,
+selects and reports them.
 """
 
 from agentbon.evaluate.match import Matched, SeveralModels, match

@@ -39,6 +39,8 @@ class Matched:
     """Entries that are not graded, one per line."""
     model: str = ""
     """The model whose predictions these are."""
+    index: int = 0
+    """The rollout index its graded predictions have in the run (0; an ensemble's system takes others)."""
 
     @property
     def submitted(self) -> dict[str, Prediction]:

@@ -95,13 +95,13 @@ def instance_results(
             why = f"the task did not load: {(unloaded or {}).get(tid, 'see the task errors')}"
             out[tid] = InstanceResult(instance_id=tid, outcome="error", error="task_not_loaded", reason=why, line=p.line)
         else:
-            out[tid] = _graded(tid, p.line, grades.get(f"{tid}/0"))
+            out[tid] = _graded(tid, p.line, grades.get(f"{tid}/{matched.index}"), matched.index)
     return out
 
 
-def _graded(tid: str, line: int, v: Verdict | None) -> InstanceResult:
+def _graded(tid: str, line: int, v: Verdict | None, index: int = 0) -> InstanceResult:
     outcome, error = bucket(v)
-    base = InstanceResult(instance_id=tid, outcome=outcome, error=error, line=line, rollout_id=f"{tid}/0")
+    base = InstanceResult(instance_id=tid, outcome=outcome, error=error, line=line, rollout_id=f"{tid}/{index}")
     if v is None:
         return base.model_copy(update={"reason": NOT_GRADED})
     return base.model_copy(

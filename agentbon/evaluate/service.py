@@ -1,4 +1,5 @@
-"""The factories ``agentbon eval`` runs with: no model server (predictions come made), no best-of-N report."""
+"""The factories ``agentbon eval`` runs with: no model server (predictions come made); no best-of-N report but for an
+ensemble of systems."""
 
 from __future__ import annotations
 
@@ -34,10 +35,12 @@ def no_summary(store: Any) -> None:
     return None
 
 
-def eval_factories(base: Any = None) -> Any:
-    """``base`` (default: the real factories) with no model server and no best-of-N report."""
+def eval_factories(base: Any = None, *, report: bool = False) -> Any:
+    """``base`` (default: the real factories) with no model server, and no best-of-N report unless ``report`` (an
+    ensemble of systems is a best-of-N run: its report is ``base``'s)."""
     import dataclasses
 
     from agentbon.orchestrate import Factories
 
-    return dataclasses.replace(base or Factories(), server=NoModelService, report=no_summary)
+    base = base or Factories()
+    return dataclasses.replace(base, server=NoModelService, report=base.report if report else no_summary)

@@ -63,3 +63,25 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         f"{report['unresolved_instances']}, empty patch {report['empty_patch_instances']}, "
         f"errors {report['error_instances']}, input errors {len(report['input_errors'])}",
     )
+
+
+def print_systems(result: Any, console: Console) -> None:
+    """An ensemble's systems, one line per rollout index (its harness report's counts), and what is not in the run."""
+    ensemble = result.ensemble
+    for s in result.systems:
+        r = s.report
+        total = r["total_instances"]
+        share = f" ({100 * r['resolved_instances'] / total:.1f}% of {total})" if total else ""
+        sample = f" sample {s.sample}" if s.system.width > 1 else ""
+        _say(console, f"rollout {s.index}: {s.system.name}{sample}: resolved {r['resolved_instances']}{share}, "
+                      f"submitted {r['submitted_instances']}, empty patch {r['empty_patch_instances']}, errors "
+                      f"{r['error_instances']} ({s.path.relative_to(result.path)})")  # fmt: skip
+    if ensemble.not_predicted:
+        ids = ensemble.not_predicted
+        shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+        _say(console, f"not in the run: {len(ids)} task(s) of the suite no system predicted ({shown})")
+    unloaded = sorted({tid for per_system in ensemble.unloaded for tid in per_system})
+    if unloaded:
+        _say(console, f"left out: predictions for {len(unloaded)} task(s) that did not load ({', '.join(unloaded[:10])})")
+    n, tasks = ensemble.n, len(ensemble.slots)
+    _say(console, f"ensemble: {len(ensemble.systems)} system(s), N = {n} rollouts per task, {tasks} task(s)")
