@@ -68,3 +68,41 @@ def test_eval_grades_predictions_with_the_real_verifier(engine, tmp_path: Path) 
     again = evaluate(tasks, preds, config, suite="calc.jsonl")  # resumed: nothing left to grade
     assert again.batch is None and again.report["resolved_ids"] == ["calc-gold"]
     assert len(RunStore(result.path).verdicts("grade")) == 3
+
+
+def test_an_ensemble_runs_the_evidence_and_reports_the_selection_loss_it_causes(engine, tmp_path: Path) -> None:
+    """Two systems on the real verifier: both patches pass the evidence (test_zero), only one the hidden test, so the
+    tests selector chooses uniformly between them: selected@2 = 1/2 (brute force over the subsets), coverage@2 = 1."""
+    from agentbon.evaluate.ensemble_run import evaluate_ensemble
+    from agentbon.protocols import Candidate
+    from agentbon.select import make_selector
+    from tests.metrics.test_selectors_on_subsets import brute
+
+    repo = tmp_path / "repo"
+    sha = init_repo(repo, FILES)
+    grade = TestSet(
+        fail_to_pass=["tests/test_hidden.py::test_add"], pass_to_pass=["tests/test_ops.py::test_zero"],
+        patch=diff(repo, tmp_path / "t", {"tests/test_hidden.py": HIDDEN}), files=["tests/test_hidden.py"],
+    )  # fmt: skip
+    evidence = TestSet(pass_to_pass=["tests/test_ops.py::test_zero"])
+    source = RepoSource(url=str(repo), base_commit=sha)
+    tasks = [Task(task_id="calc", problem_statement="add() subtracts", repo=source, grade=grade, evidence=evidence)]
+    gold = diff(repo, tmp_path / "g", {"calc/ops.py": "def add(a, b):\n    return a + b\n"})
+    zero = diff(repo, tmp_path / "z", {"calc/ops.py": "def add(a, b):\n    return 0\n"})
+    files = [write_jsonl(tmp_path / "a.jsonl", [pred("calc", gold, model="a")]),
+             write_jsonl(tmp_path / "b.jsonl", [pred("calc", zero, model="b")])]  # fmt: skip
+    config = load_config(overrides=[f"run_dir={tmp_path / 'runs'}", "verify.timeout_s=60"])
+    result = evaluate_ensemble(tasks, files, config, suite="calc.jsonl")
+    assert result.exit_code == 0
+    store = RunStore(result.path)
+    ev, gr = store.verdicts("evidence"), store.verdicts("grade")
+    assert (ev["calc/0"].status, ev["calc/1"].status, gr["calc/0"].status, gr["calc/1"].status) == (
+        "pass", "pass", "pass", "fail")  # fmt: skip
+    cands = [Candidate(rollout=r, evidence=ev[r.rollout_id], grade=gr[r.rollout_id])
+             for r in sorted(store.rollouts().values(), key=lambda r: r.index)]  # fmt: skip
+    tests = make_selector("tests", store.config().select)
+    metrics = result.summary.metrics
+    assert metrics.coverage.mean == [0.5, 1.0]
+    assert metrics.selectors["tests"].selected.mean == [brute(tests, "calc", cands, [0, 1], k) for k in (1, 2)] == [0.5, 0.5]
+    assert metrics.selectors["tests"].loss.mean == [0.0, 0.5]
+    assert [s.report["resolved_ids"] for s in result.systems] == [["calc"], []]
