@@ -179,11 +179,9 @@ def load_run(store: RunStore) -> RunData:
     """Read tasks, rollouts, verdicts and selections from ``store`` into arrays."""
     recorded = store.config()
     config = recorded or RunConfig.read({})
-    tasks = store.tasks()
-    rollouts = store.rollouts()
+    tasks, rollouts = store.tasks(), store.rollouts()
     grades, evidence = store.verdicts("grade"), store.verdicts("evidence")
-    failed = store.selector_failures()
-    selections = store.standing_selections()
+    failed, selections = store.selector_failures(), store.standing_selections()
     infra_events = store.recorded(Infra)
     unprepared = {t: f"{e.error}: {e.message}" for t, e in store.prepare_failures().items()}
     if store.current_task_ids() is not None:  # a resume left some tasks out: their records stay, out of the report
@@ -202,84 +200,26 @@ def load_run(store: RunStore) -> RunData:
     row = {t: i for i, t in enumerate(task_ids)}
     n = max([recorded.n if recorded else 0, *(r.index + 1 for r in rollouts.values())] or [0])
     shape = (len(task_ids), n)
-    present, valid = np.zeros(shape, bool), np.zeros(shape, bool)
-    correct, cells = np.zeros(shape), np.full(shape, MISSING, dtype=np.int8)
-    candidate, oracle_candidate = np.zeros(shape, bool), np.zeros(shape, bool)
-    evidence_pass, evidence_s, unparsed = np.zeros(shape, bool), np.zeros(shape), np.zeros(shape, bool)
-    subset_s, subset_fail, subset_known = np.zeros(shape), np.zeros(shape, bool), np.zeros(shape, bool)
-    subset_live = np.zeros(shape, bool)
-    clusters, cluster_of = np.full(shape, np.nan), [dict[str, int]() for _ in task_ids]
-    parse_checked = False
-    allowed = list(config.select.allow_flags)
-    by_id = {t.task_id: t for t in tasks}
-    for rid, r in rollouts.items():
-        i, j = row[r.task_id], r.index
-        present[i, j] = True
-        clusters[i, j] = cluster_of[i].setdefault(patch_hash(r.patch), len(cluster_of[i]))
-        if not r.finished:  # not a sample: its outcome is unknown
-            cells[i, j] = INFRA if r.status == "infra_error" else CANCELLED
-            continue
-        verdict = grades.get(rid)
-        status = verdict.status if verdict else None
-        cells[i, j] = {"pass": PASS, "fail": FAIL, "infra_error": GRADE_INFRA}.get(status or "", UNGRADED)
-        valid[i, j] = verdict is not None and verdict.decided  # an undecided grade is no sample: left out of n, counted apart
-        correct[i, j] = 1.0 if status == "pass" else 0.0
-        seen = Candidate(rollout=r, evidence=evidence.get(rid))
-        evidence_pass[i, j] = seen.evidence is not None and seen.evidence.status == "pass"
-        evidence_s[i, j] = seen.evidence.duration_s if seen.evidence is not None else 0.0
-        parses = next((v.parses for v in (seen.evidence, verdict) if v is not None and v.parses is not None), None)
-        unparsed[i, j] = parses is False
-        parse_checked = parse_checked or parses is not None
-        if seen.evidence is not None and r.task_id in by_id:
-            subset = subset_stage(by_id[r.task_id].evidence_tests, seen.evidence)
-            if subset is not None:
-                subset_s[i, j], subset_fail[i, j] = subset
-                subset_known[i, j] = True
-            subset_live[i, j] = bool(seen.evidence.not_run)
-        oracle_candidate[i, j] = invalid_reason(seen) is None
-        candidate[i, j] = oracle_candidate[i, j] and not blocking_flags(seen, allowed)
-    stopped = early_stops(store.recorded(EarlyStop), config)
-    curve = valid.copy()
-    for task_id, stop in stopped.items():
-        if task_id in row:
-            curve[row[task_id], stop.fixed :] = False
-    first = config.fixed_part() if config.budget else None
-    if first is not None:  # under a batch budget every task's curves come from its first allotment
-        curve[:, first:] = False
     data = RunData(
-        run_id=store.run_id,
-        task_ids=task_ids,
-        n=n,
-        config=config,
-        tasks={t.task_id: t for t in tasks},
-        rollouts=rollouts,
-        grades=grades,
-        evidence=evidence,
-        present=present,
-        valid=valid,
-        correct=correct,
-        cells=cells,
-        curve=curve,
-        candidate=candidate,
-        oracle_candidate=oracle_candidate,
-        fallback=oracle_candidate & ~candidate if config.select.flagged_fallback == "flagged" else None,
-        evidence_pass=evidence_pass,
-        evidence_s=evidence_s,
-        unparsed=unparsed,
-        parse_checked=parse_checked,
-        subset_s=subset_s,
-        subset_fail=subset_fail,
-        subset_known=subset_known,
-        subset_checked=bool(subset_known.any()),
-        subset_live=subset_live,
-        clusters=clusters,
-        early_stop={t: s for t, s in stopped.items() if t in row},
-        budget_first=first,
-        infra_events=infra_events,
-        left_out=left_out,
-        unprepared=unprepared,
-        path=store.path,
-    )
+        run_id=store.run_id, task_ids=task_ids, n=n, config=config, tasks={t.task_id: t for t in tasks},
+        rollouts=rollouts, grades=grades, evidence=evidence, present=np.zeros(shape, bool), valid=np.zeros(shape, bool),
+        correct=np.zeros(shape), cells=np.full(shape, MISSING, dtype=np.int8), candidate=np.zeros(shape, bool),
+        oracle_candidate=np.zeros(shape, bool), evidence_pass=np.zeros(shape, bool), evidence_s=np.zeros(shape),
+        unparsed=np.zeros(shape, bool), subset_s=np.zeros(shape), subset_fail=np.zeros(shape, bool),
+        subset_known=np.zeros(shape, bool), subset_live=np.zeros(shape, bool), clusters=np.full(shape, np.nan),
+        infra_events=infra_events, left_out=left_out, unprepared=unprepared, path=store.path,
+    )  # fmt: skip
+    _fill_cells(data, row)
+    if config.select.flagged_fallback == "flagged":
+        data.fallback = data.oracle_candidate & ~data.candidate
+    stopped = early_stops(store.recorded(EarlyStop), config)
+    data.early_stop = {t: s for t, s in stopped.items() if t in row}
+    data.curve = data.valid.copy()
+    for task_id, stop in data.early_stop.items():
+        data.curve[row[task_id], stop.fixed :] = False
+    data.budget_first = config.fixed_part() if config.budget else None
+    if data.budget_first is not None:  # under a batch budget every task's curves come from its first allotment
+        data.curve[:, data.budget_first :] = False
     by_selector: dict[str, dict[str, Selection]] = {}
     for s in selections:
         by_selector.setdefault(s.selector, {})[s.task_id] = s
@@ -295,6 +235,41 @@ def load_run(store: RunStore) -> RunData:
         target[name] = _scores(data, per_task, row)
     data.critic_tokens = _critic_tokens(data, by_selector.get("critic", {}), row)
     return data
+
+
+def _fill_cells(data: RunData, row: dict[str, int]) -> None:
+    """Each rollout's cell: its pass-map code, whether it is a sample (finished, grade decided) and a candidate, its
+    patch's cluster, and what its evidence verification found and cost."""
+    allowed = list(data.config.select.allow_flags)
+    cluster_of: list[dict[str, int]] = [{} for _ in data.task_ids]
+    for rid, r in data.rollouts.items():
+        i, j = row[r.task_id], r.index
+        data.present[i, j] = True
+        data.clusters[i, j] = cluster_of[i].setdefault(patch_hash(r.patch), len(cluster_of[i]))
+        if not r.finished:  # not a sample: its outcome is unknown
+            data.cells[i, j] = INFRA if r.status == "infra_error" else CANCELLED
+            continue
+        verdict = data.grades.get(rid)
+        status = verdict.status if verdict else None
+        data.cells[i, j] = {"pass": PASS, "fail": FAIL, "infra_error": GRADE_INFRA}.get(status or "", UNGRADED)
+        # An undecided grade is no sample: left out of n, counted apart.
+        data.valid[i, j] = verdict is not None and verdict.decided
+        data.correct[i, j] = 1.0 if status == "pass" else 0.0
+        seen = Candidate(rollout=r, evidence=data.evidence.get(rid))
+        data.evidence_pass[i, j] = seen.evidence is not None and seen.evidence.status == "pass"
+        data.evidence_s[i, j] = seen.evidence.duration_s if seen.evidence is not None else 0.0
+        parses = next((v.parses for v in (seen.evidence, verdict) if v is not None and v.parses is not None), None)
+        data.unparsed[i, j] = parses is False
+        data.parse_checked = data.parse_checked or parses is not None
+        if seen.evidence is not None and r.task_id in data.tasks:
+            subset = subset_stage(data.tasks[r.task_id].evidence_tests, seen.evidence)
+            if subset is not None:
+                data.subset_s[i, j], data.subset_fail[i, j] = subset
+                data.subset_known[i, j] = True
+            data.subset_live[i, j] = bool(seen.evidence.not_run)
+        data.oracle_candidate[i, j] = invalid_reason(seen) is None
+        data.candidate[i, j] = data.oracle_candidate[i, j] and not blocking_flags(seen, allowed)
+    data.subset_checked = bool(data.subset_known.any())
 
 
 def _critic_tokens(data: RunData, per_task: dict[str, Selection], row: dict[str, int]) -> np.ndarray | None:

@@ -11,6 +11,7 @@ from synth import make_run
 from agentbon.errors import ConfigError
 from agentbon.metrics import pass_at_k, selected_at_k
 from agentbon.report import build_summary
+from agentbon.report.schema import HarnessReport
 
 GRID = {"t1": "PFFF", "t2": "FFFF", "t3": "PPPI", "t4": "IIII", "t5": "FUEP"}
 SCORES = {
@@ -81,6 +82,10 @@ def test_swebench_report_keys(summary):
     assert rollouts["error_ids"] == ["t3/3", "t4/0", "t4/1", "t4/2", "t4/3"]
     assert rollouts["empty_patch_ids"] == ["t5/2"] and rollouts["incomplete_ids"] == ["t5/1"]
     json.dumps(summary, allow_nan=False)  # strict JSON: no NaN, no Infinity
+    # The file reads as before: schema and version first, the harness's keys together in its order after the run's.
+    keys, harness = list(summary), list(HarnessReport.model_fields)
+    at = keys.index("total_instances")
+    assert keys[:2] == ["schema", "version"] and keys[at : at + len(harness)] == harness and keys[at - 1] == "frontier"
 
 
 def test_oracle_is_reported_apart_and_equals_coverage(summary):
