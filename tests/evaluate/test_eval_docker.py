@@ -34,13 +34,19 @@ def diff(repo: Path, scratch: Path, files: dict[str, str]) -> str:
     return subprocess.run(["git", "diff", "--cached"], cwd=scratch, check=True, capture_output=True, text=True).stdout
 
 
-def test_eval_grades_predictions_with_the_real_verifier(engine, tmp_path: Path) -> None:
+def calc_repo(tmp_path: Path) -> tuple[Path, str, TestSet]:
+    """The calc repository, its base commit and the grade: the hidden test_add (FAIL_TO_PASS) and test_zero."""
     repo = tmp_path / "repo"
     sha = init_repo(repo, FILES)
     grade = TestSet(
         fail_to_pass=["tests/test_hidden.py::test_add"], pass_to_pass=["tests/test_ops.py::test_zero"],
         patch=diff(repo, tmp_path / "t", {"tests/test_hidden.py": HIDDEN}), files=["tests/test_hidden.py"],
     )  # fmt: skip
+    return repo, sha, grade
+
+
+def test_eval_grades_predictions_with_the_real_verifier(engine, tmp_path: Path) -> None:
+    repo, sha, grade = calc_repo(tmp_path)
     tasks = [
         Task(task_id=tid, problem_statement="add() subtracts", repo=RepoSource(url=str(repo), base_commit=sha), grade=grade)
         for tid in ("calc-gold", "calc-stale", "calc-slow")
@@ -78,12 +84,7 @@ def test_an_ensemble_runs_the_evidence_and_reports_the_selection_loss_it_causes(
     from agentbon.select import make_selector
     from tests.metrics.test_selectors_on_subsets import brute
 
-    repo = tmp_path / "repo"
-    sha = init_repo(repo, FILES)
-    grade = TestSet(
-        fail_to_pass=["tests/test_hidden.py::test_add"], pass_to_pass=["tests/test_ops.py::test_zero"],
-        patch=diff(repo, tmp_path / "t", {"tests/test_hidden.py": HIDDEN}), files=["tests/test_hidden.py"],
-    )  # fmt: skip
+    repo, sha, grade = calc_repo(tmp_path)
     evidence = TestSet(pass_to_pass=["tests/test_ops.py::test_zero"])
     source = RepoSource(url=str(repo), base_commit=sha)
     tasks = [Task(task_id="calc", problem_statement="add() subtracts", repo=source, grade=grade, evidence=evidence)]
