@@ -258,7 +258,13 @@ def compute_curves(
         for name in names:
             out.selected[name] = out.loss[name] = out.gap[name] = empty
         return out
-    stacked = np.stack([cov, *(sel[name] for name in names)], axis=1)  # (tasks, 1 + S, K)
+    return _with_bands(out, np.stack([cov, *(sel[name] for name in names)], axis=1), names, n_boot, seed)
+
+
+def _with_bands(out: Curves, stacked: np.ndarray, names: list[str], n_boot: int, seed: int) -> Curves:
+    """``out`` with coverage's and each selector's bands: ``stacked`` (tasks, 1 + selectors, ks) holds coverage, then
+    each selector's selected@k per task; every series is resampled with the same task draws."""
+    measured, confidence = out.measured, out.confidence
     stacked[:, :, ~measured] = 0.0
     means = stacked.mean(axis=0)
     boot = bootstrap_means(stacked, n_boot=n_boot, seed=seed)  # (B, 1 + S, K)

@@ -111,6 +111,13 @@ def headline(s: RunReport) -> Table:
     if early.tasks:
         rows.append(["early stop: rollouts not run / est. sandbox-seconds saved",
                      f"{early.rollouts_not_run} / {num(early.est_sandbox_s_saved)}"])  # fmt: skip
+    return Table("headline", "Headline", ["", "value"], rows, _headline_notes(s))
+
+
+def _headline_notes(s: RunReport) -> list[str]:
+    """What the headline's figures leave out and why: infra errors, tasks without samples, early stop, weaker
+    isolation, tasks a selector's failed selection left out, ks not measured."""
+    m, r, early = s.metrics, s.rollouts, s.early_stop
     conf = int(round(100 * m.confidence))
     notes = [f"Accuracies in points; brackets: {conf}% bootstrap interval over tasks ({m.bootstrap} resamples)."]
     parts = [(r.infra_error, "rollout infra errors"), (r.grade_infra_error, "grade verifications that hit infra "
@@ -152,7 +159,7 @@ def headline(s: RunReport) -> Table:
         )
     if note := not_measured_note(s):
         notes.append(note)
-    return Table("headline", "Headline", ["", "value"], rows, notes)
+    return notes
 
 
 FLAG_MEANING = {
