@@ -55,14 +55,6 @@ def exact_softmax_work(counts: np.ndarray) -> int:
     return int(((125 + n * n) * (n > 0)).sum())
 
 
-@dataclass(frozen=True)
-class Estimated:
-    """A selector whose selected@k was estimated: per k the Monte Carlo standard error of the mean over tasks."""
-
-    se: np.ndarray
-    draws: int
-
-
 @dataclass
 class Band:
     """A metric per k with its bootstrap interval (NaN where not measured)."""
@@ -86,8 +78,9 @@ class Curves:
     per_task_coverage: np.ndarray
     """(all tasks, ks): NaN for a task without samples and where k exceeds the task's sample count."""
     per_task_selected: dict[str, np.ndarray]
-    estimated: dict[str, Estimated] = field(default_factory=dict)
-    """Selectors whose selected@k is an unbiased estimate (a softmax too large to sum exactly); the others are exact."""
+    estimated: dict[str, SampledEstimate] = field(default_factory=dict)
+    """Selectors whose selected@k is an unbiased estimate (a softmax too large to sum exactly), with its Monte Carlo
+    standard error per k; the others are exact."""
     measured: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     """Per k: every task in the curves has at least k samples."""
     included: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
@@ -242,10 +235,10 @@ def compute_curves(
     # Independent selectors; a softmax or a vote (the costliest) starts first, not last in the pool.
     order = sorted(names, key=lambda name: estimators.get(name, "rank") not in ("softmax", "majority"))
     sel: dict[str, np.ndarray] = {}
-    estimated: dict[str, Estimated] = {}
+    estimated: dict[str, SampledEstimate] = {}
     for name, got in zip(order, mapped(selected, order, tasks * valid.shape[1]), strict=True):
         if isinstance(got, SampledEstimate):
-            estimated[name] = Estimated(got.se, got.draws)
+            estimated[name] = got
             got = got.values
         sel[name] = np.asarray(got).reshape(tasks, width)
     sel = {name: sel[name] for name in names}
