@@ -93,6 +93,8 @@ def _add(out: Detected, requirements: list[str], where: str, project: str | None
             out.python_packages.append(line)
             if not runtime:
                 out.optional[line] = where
+        elif runtime:  # read from a test list first (pyproject's extras come before requirements.txt): runtime all the same
+            out.optional = {r: w for r, w in out.optional.items() if _name(r) != _name(line)}
 
 
 def _requirements_file(

@@ -134,6 +134,12 @@ def test_test_and_dev_requirements_stay_only_where_the_tests_use_them(tmp_path):
         "left out flake8, flake8-bugbear, black, tox, twine, pre-commit, sphinx (requirements-dev.txt)" in n
         for n in found.notes
     )
+    # A runtime requirement (requirements.txt) that an extra read before it named too is kept all the same.
+    runtime = write(tmp_path / "runtime", {
+        "pyproject.toml": '[project]\nname = "app"\n[project.optional-dependencies]\ndev = ["tox", "black"]\n',
+        "requirements.txt": "tox>=4\n", "tests/test_app.py": "import os\n",
+    })  # fmt: skip
+    assert detect(runtime).python_packages == [*UPGRADE, "tox"]
     # A module no requirement's name accounts for (it may come from any of them): nothing is dropped.
     (root / "tests/test_more.py").write_text("import mystery_lib\n")
     unsure = detect(root)
