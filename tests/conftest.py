@@ -31,9 +31,23 @@ def ray_session():
 _SANDBOX_SESSION = f"pytest-{os.getpid()}-{os.urandom(3).hex()}"
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``-n``), every test that loads a model server runs on one worker, in turn: a vLLM engine
+    takes ~9 GiB, and two model servers on 2 cores only slow each other down."""
+    for item in items:
+        if item.get_closest_marker("vllm") or item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.xdist_group("model"))
+
+
 def pytest_configure(config):
     """Label every sandbox this session starts (and Ray workers it spawns) so leftovers can be told apart."""
-    os.environ.setdefault("AGENTBON_SESSION", _SANDBOX_SESSION)
+    session = os.environ.setdefault("AGENTBON_SESSION", _SANDBOX_SESSION)
+    # pytest-xdist's workers inherit the controller's label: each gets its own, or one worker's reap of "this
+    # session's" sandboxes (a module's teardown) removes the other's mid-test.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and not session.endswith(f"-{worker}"):
+        os.environ["AGENTBON_SESSION"] = f"{session}-{worker}"
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -140,12 +140,27 @@ def test_an_unreadable_cache_is_no_calibration(tmp_path: Path) -> None:
     assert calibrate.load("k", cache) is None
 
 
+class _Running:
+    """A server that is already up, handed to the calibration as if it started it (stopping it is its owner's)."""
+
+    def __init__(self, config: ModelConfig):
+        self.endpoint, self.api_key = config.endpoint, config.api_key
+
+    def start(self) -> str | None:
+        return self.endpoint
+
+    def stop(self) -> None:
+        pass
+
+
 @pytest.mark.slow
-def test_a_real_calibration_on_this_machine_makes_and_records_a_choice(tmp_path: Path) -> None:
-    """Both servers installed here (llama.cpp always; vLLM's CPU build where the set-up made it), measured briefly:
-    only that a choice with a reason comes out and is cached, whatever this CPU is."""
+def test_a_real_calibration_on_this_machine_makes_and_records_a_choice(tmp_path: Path, request) -> None:
+    """Both servers installed here (llama.cpp always, started by the calibration; vLLM's CPU build where the set-up
+    made it: the session's server, tests/models/conftest.py), measured briefly: only that a choice with a reason
+    comes out and is cached, whatever this CPU is."""
     import importlib.util
 
+    from agentbon.models import local_server
     from agentbon.models.choice import Facts, decide, servers
     from agentbon.models.cpu import this_cpu
     from agentbon.models.vllm_server import vllm_available
@@ -155,8 +170,12 @@ def test_a_real_calibration_on_this_machine_makes_and_records_a_choice(tmp_path:
         pytest.skip("llama-cpp-python or the default weights are not installed (bash scripts/setup.sh)")
     config, cpu = ModelConfig(), this_cpu()
     launchers = ["llama-cpp", *(["vllm"] if vllm_available(config) else [])]
+
+    def start(model: ModelConfig):  # the shared vLLM server is asked for after llama.cpp's measurement, as a run would
+        return _Running(request.getfixturevalue("vllm_server")) if model.launcher == "vllm" else local_server(model)
+
     cache = tmp_path / "calibration.json"
-    result = calibrate.calibrate(config, cpu, launchers, servers=servers(config), window_s=8.0, cache=cache)
+    result = calibrate.calibrate(config, cpu, launchers, servers=servers(config), window_s=8.0, cache=cache, start=start)
     assert [m.launcher for m in result.measured] == launchers
     assert all(m.error is None for m in result.measured), result.measured
     assert result.rate("llama-cpp") and result.rate("llama-cpp") > 0  # type: ignore[operator]

