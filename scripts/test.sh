@@ -17,8 +17,14 @@ if [ "${AGENTBON_CHECK_EXTRAS:-1}" != 0 ]; then
   bash scripts/check_extras.sh >"$log" 2>&1 &
   extras=$!
 fi
+# Two pytest-xdist workers (AGENTBON_TEST_WORKERS, 0 for one process): most tests wait on Docker, Ray or a
+# subprocess, so a second worker overlaps those waits; the tests that load a model server run on one worker in
+# turn (tests/conftest.py), and each worker labels its own sandboxes.
+workers=${AGENTBON_TEST_WORKERS:-2}
+parallel=()
+if [ "$workers" != 0 ] && python3 -c "import xdist" 2>/dev/null; then parallel=(-n "$workers" --dist loadgroup); fi
 rc=0
-python3 -m pytest -q --durations=25 "$@" || rc=$?
+python3 -m pytest -q --durations=25 "${parallel[@]}" "$@" || rc=$?
 if [ -n "$extras" ]; then
   if wait "$extras"; then cat "$log"; else cat "$log"; echo "scripts/check_extras.sh failed" >&2; [ "$rc" != 0 ] || rc=1; fi
 fi
