@@ -17,7 +17,6 @@ whole ensemble before anything runs: dropping it would silently turn it into an 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -178,8 +177,7 @@ def _nth(predictions: list[Prediction], j: int) -> Prediction | None:
 
 def ensemble_run_id(suite: str, ensemble: Ensemble, tasks: list[Task]) -> str:
     """``eval-<suite>-ensemble-<systems>x<n>-<hash of the suite's task ids and the layout>``."""
-    from agentbon.orchestrate.resume import suite_digest
+    from agentbon.orchestrate.resume import run_name, suite_digest
 
     digest = hashlib.sha256(f"{suite_digest(tasks)}\0{ensemble.digest()}".encode()).hexdigest()[:8]
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"eval-{Path(suite).stem}-ensemble-{len(ensemble.systems)}x{ensemble.n}")
-    return f"{name.strip('-')[:150]}-{digest}"
+    return f"{run_name(f'eval-{Path(suite).stem}-ensemble-{len(ensemble.systems)}x{ensemble.n}', 150)}-{digest}"

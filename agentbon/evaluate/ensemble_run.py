@@ -13,7 +13,6 @@ harness's report of what that system (and sample) submitted, under ``systems/``.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,12 +22,11 @@ from agentbon.errors import ConfigError
 from agentbon.evaluate.ensemble import Ensemble, Slot, System, build_ensemble, ensemble_run_id
 from agentbon.evaluate.report import build_eval_report
 from agentbon.evaluate.run import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NOT_GRADED, EXIT_OK, eval_config, refuse_inert
-from agentbon.evaluate.seed import EXIT_STATUS, ISOLATION
+from agentbon.evaluate.seed import EXIT_STATUS, prediction_rollout
 from agentbon.evaluate.service import eval_factories
-from agentbon.export.common import as_patch_file
 from agentbon.files import write_atomic
 from agentbon.store import RunStore
-from agentbon.types import Role, Rollout, Task, Timings, Verdict, VerdictStatus, patch_hash
+from agentbon.types import Role, Task, Verdict, VerdictStatus, patch_hash
 
 NO_PREDICTION = "NoPrediction"
 """``Rollout.exit_status`` of a slot its system gave no prediction for (an empty patch)."""
@@ -68,14 +66,6 @@ def not_run(slot: Slot) -> str | None:
     return None
 
 
-def slot_rollout(run_id: str, task_id: str, slot: Slot) -> Rollout:
-    return Rollout(
-        run_id=run_id, task_id=task_id, index=slot.index, status="submitted",
-        exit_status=EXIT_STATUS if slot.prediction is not None else NO_PREDICTION, patch=as_patch_file(slot.patch),
-        timings=Timings(), isolation=ISOLATION,
-    )  # fmt: skip
-
-
 def conflicts(store: RunStore, ensemble: Ensemble) -> list[str]:
     """Each slot whose rollout the run already holds with another patch, named by file and line."""
     recorded = store.rollouts() if store.path.exists() else {}
@@ -106,7 +96,9 @@ class EnsembleSeeder:
             for slot in slots:
                 rollout = recorded.get(f"{tid}/{slot.index}")
                 if rollout is None or not rollout.finished:
-                    rollout = slot_rollout(self.run_id, tid, slot)
+                    rollout = prediction_rollout(
+                        self.run_id, tid, slot.patch, slot.index, EXIT_STATUS if slot.prediction else NO_PREDICTION
+                    )
                     store.append("rollout", rollout, source=slot.source)  # the event alone: the patch stored once
                     self.written += 1
                 why = not_run(slot)
@@ -223,10 +215,12 @@ def system_reports(
     store: RunStore, ensemble: Ensemble, tasks: list[Task], unloaded: dict[str, str] | None
 ) -> list[SystemResult]:
     """Write, per rollout index, the harness's report of its system's (sample's) predictions, and ``systems.json``."""
+    from agentbon.orchestrate.resume import run_name
+
     out, index_rows = [], []
     for index, (system, sample) in enumerate(ensemble.columns()):
         report = build_eval_report(store, ensemble.matched(index), tasks, [], system.file, unloaded)
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", system.model).strip("-")[:60] or "model"
+        slug = run_name(system.model, 60) or "model"
         path = store.path / "systems" / f"{index}-{slug}" / "eval_report.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps(report, indent=2) + "\n")

@@ -9,7 +9,6 @@ identical patches, infra retries, resume.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,12 +103,12 @@ def eval_config(config: RunConfig, model: str, tasks: list[Task] | None = None) 
 def eval_run_id(suite: str, model: str, matched: Matched, tasks: list[Task] | None) -> str:
     """``eval-<suite>-<model>-<hash of the suite's task ids and the predictions graded>``: the same predictions for
     the same suite find the same run again (``tasks`` None: the name of versions before the suite was part of it)."""
-    from agentbon.orchestrate.resume import suite_digest
+    from agentbon.orchestrate.resume import run_name, suite_digest
 
     digest = hashlib.sha256(suite_digest(tasks).encode() if tasks is not None else b"")
     for tid, p in sorted(matched.graded.items()):
         digest.update(f"{tid}\0{patch_hash(p.model_patch)}\0".encode())
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"eval-{Path(suite).stem}-{model}").strip("-")[:150]
+    name = run_name(f"eval-{Path(suite).stem}-{model}", 150)
     return f"{name}-{digest.hexdigest()[:8]}"
 
 

@@ -23,11 +23,11 @@ ISOLATION = "none (prediction)"
 """``Rollout.isolation`` of a prediction: it was made elsewhere, in no sandbox of this run."""
 
 
-def prediction_rollout(run_id: str, prediction: Prediction) -> Rollout:
-    """The finished rollout record standing for one prediction (index 0, no time spent)."""
+def prediction_rollout(run_id: str, task_id: str, patch: str, index: int = 0, exit_status: str = EXIT_STATUS) -> Rollout:
+    """The finished rollout record standing for one prediction (rollout ``index`` of its task, no time spent)."""
     return Rollout(
-        run_id=run_id, task_id=prediction.instance_id, index=0, status="submitted", exit_status=EXIT_STATUS,
-        patch=as_patch_file(prediction.model_patch), timings=Timings(), isolation=ISOLATION,
+        run_id=run_id, task_id=task_id, index=index, status="submitted", exit_status=exit_status,
+        patch=as_patch_file(patch), timings=Timings(), isolation=ISOLATION,
     )
 
 
@@ -80,7 +80,7 @@ class Seeder:
         for tid, p in self.graded.items():
             rollout = recorded.get(f"{tid}/0")
             if rollout is None or not rollout.finished:
-                rollout = prediction_rollout(self.run_id, p)
+                rollout = prediction_rollout(self.run_id, tid, p.model_patch)
                 # The event alone (the run's source of truth), no patch.diff or rollout.json beside it: each patch
                 # is stored once in the run directory (a large predictions file would otherwise triple there).
                 store.append("rollout", rollout)

@@ -77,8 +77,9 @@ def suite_digest(tasks: list[Task]) -> str:
     return hashlib.sha256("\n".join(sorted(t.task_id for t in tasks)).encode()).hexdigest()
 
 
-def _run_name(prefix: str, model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{prefix}-{model}").strip("-")
+def run_name(text: str, limit: int | None = None) -> str:
+    """``text`` as a run id's name part (or a folder's): letters, digits and ``._-``, cut to ``limit`` characters."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:limit]
 
 
 def default_run_id(suite: str, config: RunConfig, tasks: list[Task]) -> str:
@@ -88,7 +89,7 @@ def default_run_id(suite: str, config: RunConfig, tasks: list[Task]) -> str:
     now = config.model_dump(mode="json")
     kept = {k: _get(now, k) for k in KEPT if _get(now, k) != _get(_defaults(), k)}
     digest = hashlib.sha256(json.dumps([suite_digest(tasks), kept], sort_keys=True).encode()).hexdigest()
-    return f"{_run_name(Path(suite).stem, config.model.name)}-{digest[:8]}"
+    return f"{run_name(f'{Path(suite).stem}-{config.model.name}')}-{digest[:8]}"
 
 
 def _older_run_id(suite: str, config: RunConfig) -> str:
@@ -97,7 +98,7 @@ def _older_run_id(suite: str, config: RunConfig) -> str:
     data["agent"].pop("prompts_digest", None)  # added since: not in what that version hashed
     old = ("model.name", "model.temperature", "model.top_p", "model.top_k", "model.max_tokens", "model.seed", "agent")
     digest = hashlib.sha256(json.dumps([_get(data, k) for k in old], sort_keys=True).encode()).hexdigest()
-    return f"{_run_name(Path(suite).stem, config.model.name)}-{digest[:8]}"
+    return f"{run_name(f'{Path(suite).stem}-{config.model.name}')}-{digest[:8]}"
 
 
 def earlier_run(run_dir: str | Path, new: str, older: str, tasks: list[Task]) -> str:
