@@ -22,7 +22,7 @@ from agentbon.errors import ConfigError
 from agentbon.evaluate.ensemble import Ensemble, Slot, System, build_ensemble, ensemble_run_id
 from agentbon.evaluate.report import build_eval_report
 from agentbon.evaluate.run import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NOT_GRADED, EXIT_OK, eval_config, refuse_inert
-from agentbon.evaluate.seed import EXIT_STATUS, prediction_rollout
+from agentbon.evaluate.seed import EXIT_STATUS, prediction_rollout, unfinished
 from agentbon.evaluate.service import eval_factories
 from agentbon.files import write_atomic
 from agentbon.store import RunStore
@@ -196,17 +196,9 @@ def evaluate_ensemble(
 
 def _left(store: RunStore, ensemble: Ensemble, config: RunConfig) -> bool:
     """Whether the driver has anything to do: a rollout, a usable verdict or a selection missing, or no report."""
-    from agentbon.orchestrate.plan import ROLES, roles_missing
-
-    if not (store.path / "summary.json").exists():
+    ids = [f"{tid}/{slot.index}" for tid, slots in ensemble.slots.items() for slot in slots]
+    if not (store.path / "summary.json").exists() or unfinished(store, ids):
         return True
-    recorded = store.rollouts()
-    verdicts = {role: store.verdicts(role) for role in ROLES}
-    for tid, slots in ensemble.slots.items():
-        for slot in slots:
-            r = recorded.get(f"{tid}/{slot.index}")
-            if r is None or not r.finished or roles_missing(r, verdicts):
-                return True
     standing = {(s.task_id, s.selector) for s in store.standing_selections()}
     return any((tid, name) not in standing for tid in ensemble.slots for name in config.select.selectors)
 

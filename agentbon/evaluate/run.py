@@ -17,7 +17,7 @@ from agentbon.config import RunConfig
 from agentbon.evaluate.match import Matched, match
 from agentbon.evaluate.predictions import InputError, read_predictions
 from agentbon.evaluate.report import build_eval_report, write_report
-from agentbon.evaluate.seed import Seeder, conflicts
+from agentbon.evaluate.seed import Seeder, conflicts, unfinished
 from agentbon.evaluate.service import eval_factories
 from agentbon.store import RunStore
 from agentbon.types import Task, TaskLoadError, patch_hash
@@ -134,7 +134,6 @@ def evaluate(
     ``SeveralModels``, ``PreflightError``) with nothing graded.
     """
     from agentbon.orchestrate import run_batch
-    from agentbon.orchestrate.plan import ROLES, roles_missing
     from agentbon.orchestrate.resume import earlier_run
 
     refuse_inert(config)
@@ -153,13 +152,7 @@ def evaluate(
     input_errors = sorted(input_errors + refused, key=lambda e: (e.line or 0, e.key))
     result = EvalResult(run_id=run_id, path=store.path, report={}, report_path=store.path, input_errors=input_errors)
     # Nothing left to grade (a resume of a finished eval): no Ray, no sandboxes, only the report again.
-    recorded = store.rollouts() if store.path.exists() else {}
-    verdicts = {role: store.verdicts(role) for role in ROLES} if store.path.exists() else {r: {} for r in ROLES}
-    left = [
-        tid for tid in matched.graded
-        if f"{tid}/0" not in recorded or roles_missing(recorded[f"{tid}/0"], verdicts)
-    ]  # fmt: skip
-    if left:
+    if unfinished(store, [f"{tid}/0" for tid in matched.graded]):
         graded_tasks = [t for t in tasks if t.task_id in matched.graded]
         seeder = Seeder(run_id, matched.graded)
         result.batch = run_batch(

@@ -59,6 +59,19 @@ def conflicts(store: RunStore, graded: dict[str, Prediction], file: str) -> list
     return out
 
 
+def unfinished(store: RunStore, rollout_ids: list[str]) -> bool:
+    """Whether any of ``rollout_ids`` is not recorded finished in ``store`` or lacks a verdict the driver would run."""
+    if not store.path.exists():
+        return bool(rollout_ids)
+    from agentbon.orchestrate.plan import ROLES, roles_missing
+
+    recorded = store.rollouts()
+    verdicts = {role: store.verdicts(role) for role in ROLES}
+    return any(
+        (r := recorded.get(rid)) is None or not r.finished or roles_missing(r, verdicts) for rid in rollout_ids
+    )
+
+
 @dataclass
 class Seeder:
     """The ``run_batch`` hook that writes the predictions' rollouts (under the run's lock, before the driver)."""
