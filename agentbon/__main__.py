@@ -1,3 +1,5 @@
+"""``python -m agentbon``: the command line."""
+
 from agentbon.cli import main
 
 main()

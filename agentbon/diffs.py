@@ -16,7 +16,7 @@ _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34,
 
 
 def unquote_git_path(text: str) -> str:
-    """A path as git prints it, unquoted: ``"a/caf\\303\\251"`` becomes ``a/café``; unquoted text is returned as is."""
+    r"""A path as git prints it, unquoted: ``"a/caf\303\251"`` becomes ``a/café``; unquoted text is returned as is."""
     if len(text) < 2 or not (text.startswith('"') and text.endswith('"')):
         return text
     out = bytearray()

@@ -1,4 +1,4 @@
-"""Preflight of an OpenAI-compatible endpoint: does it answer, and does it serve the model the run names?
+"""Preflight of an OpenAI-compatible endpoint: that it answers, and that it serves the model the run names.
 
 Strict by design: the named model must be listed by ``GET {endpoint}/models``. vLLM and hosted APIs refuse
 any other name (HTTP 404 on every request); a server that ignores the name (llama.cpp's) would still have

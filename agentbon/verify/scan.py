@@ -144,7 +144,7 @@ def _matches(rules: list[Rule], lines: list[str]) -> Iterator[tuple[Rule, int]]:
 
 # ------------------------------------------------------------------------------------------ code reading
 def _fold(text: str) -> str:
-    """``"_py" + "test"`` as ``"_pytest"``, with ``\\x5f``-style escapes decoded: names as the interpreter sees them."""
+    r"""``"_py" + "test"`` as ``"_pytest"``, with ``\x5f``-style escapes decoded: names as the interpreter sees them."""
     return _decode(_JOINED.sub("", text))
 
 
