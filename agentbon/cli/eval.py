@@ -155,7 +155,7 @@ def _explain(console: Any, result: Any) -> None:
         return
     if result.batch is not None and result.batch.aborted:
         console.print(f"run stopped: {result.batch.aborted}", markup=False, highlight=False, soft_wrap=True)
-    not_graded = result.report["retry_ids"]
+    not_graded = result.report.retry_ids
     if not_graded:
         shown = ", ".join(not_graded[:20]) + (f" and {len(not_graded) - 20} more" if len(not_graded) > 20 else "")
         console.print(

@@ -20,7 +20,7 @@ from typing import Any
 from agentbon.config import RunConfig, SelectConfig
 from agentbon.errors import ConfigError
 from agentbon.evaluate.ensemble import Ensemble, Slot, System, build_ensemble, ensemble_run_id
-from agentbon.evaluate.report import build_eval_report
+from agentbon.evaluate.report import REPORT, EvalReport, build_eval_report
 from agentbon.evaluate.run import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NOT_GRADED, EXIT_OK, eval_config, refuse_inert
 from agentbon.evaluate.seed import EXIT_STATUS, prediction_rollout, unfinished
 from agentbon.evaluate.service import eval_factories
@@ -123,7 +123,7 @@ class SystemResult:
     index: int
     system: System
     sample: int
-    report: dict[str, Any]
+    report: EvalReport
     path: Path
 
 
@@ -153,7 +153,7 @@ class EnsembleResult:
         if self.interrupted:
             return EXIT_INTERRUPTED
         batch = self.batch
-        if any(s.report["retry_ids"] for s in self.systems) or (batch is not None and (batch.aborted or batch.infra_left.total)):
+        if any(s.report.retry_ids for s in self.systems) or (batch is not None and (batch.aborted or batch.infra_left.total)):
             return EXIT_NOT_GRADED
         return EXIT_INPUT if any(self.ensemble.unloaded) else EXIT_OK
 
@@ -213,12 +213,10 @@ def system_reports(
     for index, (system, sample) in enumerate(ensemble.columns()):
         report = build_eval_report(store, ensemble.matched(index), tasks, [], system.file, unloaded)
         slug = run_name(system.model, 60) or "model"
-        path = store.path / "systems" / f"{index}-{slug}" / "eval_report.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(report, indent=2) + "\n")
+        path = report.write(store.path / "systems" / f"{index}-{slug}" / REPORT)
         out.append(SystemResult(index=index, system=system, sample=sample, report=report, path=path))
         index_rows.append({"index": index, "system": system.name, "file": system.file, "model": system.model,
                            "sample": sample, "eval_report": str(path.relative_to(store.path)),
-                           "submitted": report["submitted_instances"], "resolved": report["resolved_instances"]})  # fmt: skip
+                           "submitted": report.submitted_instances, "resolved": report.resolved_instances})  # fmt: skip
     write_atomic(store.path / SYSTEMS, json.dumps(index_rows, indent=2) + "\n")
     return out

@@ -8,16 +8,17 @@ agentbon could not grade (an infrastructure failure left after retries: the same
 ``incomplete`` = tasks of the suite with no prediction; ``infra_failure`` / ``ambiguous_failure`` and
 ``failure_reasons`` = the harness's advisory triage (``infra_failure.classify_text``) of the unresolved and error
 instances' logs. Entries that are not predictions (bad lines, unknown ids, earlier duplicates) are listed under
-``input_errors``, apart from every count.
+``input_errors``, apart from every count. The file is an :class:`EvalReport`, written by :meth:`EvalReport.write`
+and read back by :func:`read_eval_report`.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from agentbon.evaluate.match import Matched
 from agentbon.evaluate.predictions import InputError
@@ -35,9 +36,8 @@ RETRIED: frozenset[str] = frozenset({"infra", "not_graded"})
 
 
 class InstanceResult(BaseModel):
-    """One submitted instance: what agentbon's grading said and why."""
+    """One submitted instance (``EvalReport.instances``, by id): what agentbon's grading said and why."""
 
-    instance_id: str
     outcome: Outcome
     error: ErrorKind = ""
     """Why an ``error`` instance has no test result ('' for the others)."""
@@ -88,12 +88,12 @@ def instance_results(
     out: dict[str, InstanceResult] = {}
     for tid, p in sorted(matched.submitted.items()):
         if tid in matched.empty:
-            out[tid] = InstanceResult(instance_id=tid, outcome="empty_patch", reason="empty patch: not graded", line=p.line)
+            out[tid] = InstanceResult(outcome="empty_patch", reason="empty patch: not graded", line=p.line)
         elif tid in matched.blank:
-            out[tid] = InstanceResult(instance_id=tid, outcome="error", error="blank_patch", reason=BLANK, line=p.line)
+            out[tid] = InstanceResult(outcome="error", error="blank_patch", reason=BLANK, line=p.line)
         elif tid in matched.unloaded:
             why = f"the task did not load: {(unloaded or {}).get(tid, 'see the task errors')}"
-            out[tid] = InstanceResult(instance_id=tid, outcome="error", error="task_not_loaded", reason=why, line=p.line)
+            out[tid] = InstanceResult(outcome="error", error="task_not_loaded", reason=why, line=p.line)
         else:
             out[tid] = _graded(tid, p.line, grades.get(f"{tid}/{matched.index}"), matched.index)
     return out
@@ -101,7 +101,7 @@ def instance_results(
 
 def _graded(tid: str, line: int, v: Verdict | None, index: int = 0) -> InstanceResult:
     outcome, error = bucket(v)
-    base = InstanceResult(instance_id=tid, outcome=outcome, error=error, line=line, rollout_id=f"{tid}/{index}")
+    base = InstanceResult(outcome=outcome, error=error, line=line, rollout_id=f"{tid}/{index}")
     if v is None:
         return base.model_copy(update={"reason": NOT_GRADED})
     return base.model_copy(
@@ -140,11 +140,72 @@ def flagged_ids(results: dict[str, InstanceResult]) -> dict[str, list[str]]:
     return out
 
 
+GRADER = "agentbon"
+READS = (2,)
+"""The harness's ``schema_version`` values :func:`read_eval_report` reads (every agentbon eval report has had 2)."""
+TRIAGE_AFTER = {
+    "unresolved_instances": ("infra_failure_instances", "ambiguous_failure_instances"),
+    "unresolved_ids": ("infra_failure_ids", "ambiguous_failure_ids", "failure_reasons"),
+}
+"""The harness's triage keys, each after the key it follows in ``make_run_report``."""
+
+
+class EvalReport(HarnessReport):
+    """``eval_report.json``: the harness's keys (its triage keys among them), then agentbon's own. Keys that older
+    agentbon versions did not write read back empty."""
+
+    model_config = ConfigDict(frozen=True)
+
+    infra_failure_instances: int = 0
+    ambiguous_failure_instances: int = 0
+    infra_failure_ids: list[str] = Field(default_factory=list)
+    ambiguous_failure_ids: list[str] = Field(default_factory=list)
+    failure_reasons: dict[str, str] = Field(default_factory=dict)
+    run_id: str
+    model_name_or_path: str
+    predictions: str
+    """The predictions file."""
+    grader: str = GRADER
+    retry_ids: list[str] = Field(default_factory=list)
+    """Instances whose error the same command grades when run again (``RETRIED``)."""
+    flagged_ids: dict[str, list[str]] = Field(default_factory=dict)
+    input_errors: list[InputError] = Field(default_factory=list)
+    instances: dict[str, InstanceResult] = Field(default_factory=dict)
+
+    def to_json(self) -> str:
+        """The file's text: the harness's keys in its order (``TRIAGE_AFTER``), then agentbon's."""
+        data = self.model_dump(mode="json")
+        head = {}
+        for key in HarnessReport.model_fields:
+            head[key] = data.pop(key)
+            head.update({after: data.pop(after) for after in TRIAGE_AFTER.get(key, ())})
+        return json.dumps({**head, **data}, indent=2) + "\n"
+
+    def write(self, path: Path) -> Path:
+        """Write the file at ``path`` (its folder made where missing); return ``path``."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return write_atomic(path, self.to_json())
+
+
+def read_eval_report(path: str | Path) -> EvalReport:
+    """Read an ``eval_report.json`` back; a file that is not agentbon's (the harness's own report) says so."""
+    from agentbon.errors import ConfigError
+
+    data = json.loads(Path(path).read_text())
+    grader, version = data.get("grader"), data.get("schema_version")
+    if grader != GRADER or version not in READS:
+        raise ConfigError(
+            f"{path}: not an agentbon eval report (grader {grader!r}, schema_version {version!r}); this agentbon "
+            f"reads grader {GRADER!r}, schema_version {', '.join(map(str, READS))}: grade again with `agentbon eval`"
+        )
+    return EvalReport.model_validate(data)
+
+
 def build_eval_report(
     store: RunStore, matched: Matched, tasks: list[Task], input_errors: list[InputError], predictions_file: str,
     unloaded: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """The report as a dict: the harness's keys first, in its order, then agentbon's own.
+) -> EvalReport:
+    """The report of ``matched``'s predictions, from the store's grade verdicts.
 
     ``unloaded``: the suite's records that did not load (id → why): part of the dataset, as for the harness.
     """
@@ -154,30 +215,12 @@ def build_eval_report(
     tiers = {tier: sorted(t for t, (_, tr) in triaged.items() if tr == tier) for tier in ("environment", "ambiguous")}
     dataset = {t.task_id for t in tasks} | set(unloaded or {})
     keys = HarnessReport.of(dataset, list(results), {tid: r.outcome for tid, r in results.items()})
-    # The harness's triage keys, each after the key it follows in ``make_run_report``.
-    after: dict[str, dict[str, Any]] = {
-        "unresolved_instances": {"infra_failure_instances": len(tiers["environment"]),
-                                 "ambiguous_failure_instances": len(tiers["ambiguous"])},
-        "unresolved_ids": {"infra_failure_ids": tiers["environment"], "ambiguous_failure_ids": tiers["ambiguous"],
-                           "failure_reasons": {tid: reason for tid, (reason, _) in sorted(triaged.items())}},
-    }  # fmt: skip
-    harness: dict[str, Any] = {}
-    for key, value in keys:
-        harness.update({key: value, **after.get(key, {})})
-    return {
-        **harness,
-        "run_id": store.run_id,
-        "model_name_or_path": matched.model,
-        "predictions": predictions_file,
-        "grader": "agentbon",
-        "retry_ids": sorted(tid for tid, r in results.items() if r.error in RETRIED),
-        "flagged_ids": flagged_ids(results),
-        "input_errors": [e.model_dump(mode="json") for e in input_errors],
-        "instances": {tid: r.model_dump(mode="json", exclude={"instance_id"}) for tid, r in results.items()},
-    }
-
-
-def write_report(store: RunStore, report: dict[str, Any]) -> Path:
-    """Write ``eval_report.json`` in the run directory; return its path."""
-    store.path.mkdir(parents=True, exist_ok=True)
-    return write_atomic(store.path / REPORT, json.dumps(report, indent=2) + "\n")
+    return EvalReport(
+        **keys.model_dump(), infra_failure_instances=len(tiers["environment"]),
+        ambiguous_failure_instances=len(tiers["ambiguous"]), infra_failure_ids=tiers["environment"],
+        ambiguous_failure_ids=tiers["ambiguous"],
+        failure_reasons={tid: reason for tid, (reason, _) in sorted(triaged.items())},
+        run_id=store.run_id, model_name_or_path=matched.model, predictions=predictions_file,
+        retry_ids=sorted(tid for tid, r in results.items() if r.error in RETRIED), flagged_ids=flagged_ids(results),
+        input_errors=input_errors, instances=results,
+    )  # fmt: skip

@@ -16,7 +16,7 @@ from typing import Any
 from agentbon.config import RunConfig
 from agentbon.evaluate.match import Matched, match
 from agentbon.evaluate.predictions import InputError, read_predictions
-from agentbon.evaluate.report import build_eval_report, write_report
+from agentbon.evaluate.report import REPORT, EvalReport, build_eval_report
 from agentbon.evaluate.seed import Seeder, conflicts, unfinished
 from agentbon.evaluate.service import eval_factories
 from agentbon.store import RunStore
@@ -31,7 +31,7 @@ class EvalResult:
 
     run_id: str
     path: Path
-    report: dict[str, Any]
+    report: EvalReport
     report_path: Path
     input_errors: list[InputError] = field(default_factory=list)
     recorded: list[str] = field(default_factory=list)
@@ -49,9 +49,9 @@ class EvalResult:
         for tasks that did not load; else 0 (error instances the harness would also call errors included)."""
         if self.interrupted:
             return EXIT_INTERRUPTED
-        if self.report["retry_ids"] or (self.batch is not None and self.batch.aborted):
+        if self.report.retry_ids or (self.batch is not None and self.batch.aborted):
             return EXIT_NOT_GRADED
-        unloaded = any(e["error"] == "task_not_loaded" for e in self.report["instances"].values())
+        unloaded = any(e.error == "task_not_loaded" for e in self.report.instances.values())
         return EXIT_INPUT if self.input_errors or unloaded else EXIT_OK
 
 
@@ -150,18 +150,20 @@ def evaluate(
     for error in refused:
         matched.graded.pop(error.instance_id or "", None)
     input_errors = sorted(input_errors + refused, key=lambda e: (e.line or 0, e.key))
-    result = EvalResult(run_id=run_id, path=store.path, report={}, report_path=store.path, input_errors=input_errors)
+    batch, recorded = None, []
     # Nothing left to grade (a resume of a finished eval): no Ray, no sandboxes, only the report again.
     if unfinished(store, [f"{tid}/0" for tid in matched.graded]):
         graded_tasks = [t for t in tasks if t.task_id in matched.graded]
         seeder = Seeder(run_id, matched.graded)
-        result.batch = run_batch(
+        batch = run_batch(
             graded_tasks, config, suite=suite, factories=eval_factories(factories), emit=emit, before_drive=seeder
         )
-        result.recorded = seeder.written
-    result.report = build_eval_report(store, matched, tasks, input_errors, file, unloaded)
-    result.report_path = write_report(store, result.report)
-    return result
+        recorded = seeder.written
+    report = build_eval_report(store, matched, tasks, input_errors, file, unloaded)
+    return EvalResult(
+        run_id=run_id, path=store.path, report=report, report_path=report.write(store.path / REPORT),
+        input_errors=input_errors, recorded=recorded, batch=batch,
+    )
 
 
 def unloaded_tasks(errors: list[TaskLoadError], tasks: list[Task]) -> dict[str, str]:

@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from agentbon.evaluate.report import EvalReport, InstanceResult
 
 STYLE = {"resolved": "green", "unresolved": "red", "empty_patch": "yellow", "error": "magenta"}
 SHOWN = 200
 """Instances listed one per row; beyond that, only the summary (the report file has them all)."""
 
 
-def _flags(entry: dict[str, Any]) -> str:
+def _flags(entry: InstanceResult) -> str:
     flags = []
-    if entry.get("tampered"):
-        flags.append(f"tampered: {', '.join(entry['tampered'][:3])}")
-    kinds = dict.fromkeys(f["kind"] for f in entry.get("flags") or [])
-    flags += [kind for kind in kinds if not (kind == "tampered" and entry.get("tampered"))]  # said above, with paths
-    if entry.get("patch_applied") is False:
+    if entry.tampered:
+        flags.append(f"tampered: {', '.join(entry.tampered[:3])}")
+    kinds = dict.fromkeys(f.kind for f in entry.flags)
+    flags += [kind for kind in kinds if not (kind == "tampered" and entry.tampered)]  # said above, with paths
+    if entry.patch_applied is False:
         flags.append("patch did not apply")
-    if entry.get("timed_out"):
+    if entry.timed_out:
         flags.append("timed out")
     return "; ".join(flags)
 
@@ -29,39 +32,35 @@ def _say(console: Console, text: str) -> None:
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-def print_report(report: dict[str, Any], console: Console) -> None:
+def print_report(report: EvalReport, console: Console) -> None:
     """Per-instance rows (up to ``SHOWN``), the input errors and the harness-style counts."""
-    instances = report["instances"]
-    rows = sorted(instances.items(), key=lambda kv: (kv[1]["outcome"] == "resolved", kv[0]))[:SHOWN]
+    instances = report.instances
+    rows = sorted(instances.items(), key=lambda kv: (kv[1].outcome == "resolved", kv[0]))[:SHOWN]
     if console.is_terminal:
-        table = Table(title=f"eval {report['run_id']} ({report['model_name_or_path']})")
+        table = Table(title=f"eval {report.run_id} ({report.model_name_or_path})")
         for column in ("instance", "outcome", "flags", "reason"):
             table.add_column(column, overflow="fold")
         for tid, e in rows:
-            style = STYLE[e["outcome"]]
-            table.add_row(tid, f"[{style}]{e['outcome']}[/]", _flags(e), e.get("reason", "")[:160])
+            table.add_row(tid, f"[{STYLE[e.outcome]}]{e.outcome}[/]", _flags(e), e.reason[:160])
         console.print(table)
     else:
         for tid, e in rows:  # tab-separated as written (rich would expand the tabs): ``cut -f`` works on it
-            console.file.write(f"{tid}\t{e['outcome']}\t{_flags(e)}\t{e.get('reason', '')[:160]}\n")
+            console.file.write(f"{tid}\t{e.outcome}\t{_flags(e)}\t{e.reason[:160]}\n")
         console.file.flush()
     if len(instances) > SHOWN:
         _say(console, f"... and {len(instances) - SHOWN} more instances (see eval_report.json)")
-    for error in report["input_errors"]:
-        where = f"{error['file']}:{error['line']}" if error.get("line") is not None else error["file"]
-        key = f"{error['key']}: " if error.get("key") else ""
-        _say(console, f"input error: {where}: {key}{error['problem']}")
-    for kind, ids in (report.get("flagged_ids") or {}).items():  # one line per flag kind, when any
+    for error in report.input_errors:
+        _say(console, f"input error: {error}")
+    for kind, ids in report.flagged_ids.items():  # one line per flag kind, when any
         shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
         _say(console, f"flagged {kind}: {len(ids)} instance{'s' * (len(ids) != 1)} ({shown})")
-    n = report["submitted_instances"]
-    share = f" ({100 * report['resolved_instances'] / n:.1f}%)" if n else ""
+    n = report.submitted_instances
+    share = f" ({100 * report.resolved_instances / n:.1f}%)" if n else ""
     _say(
         console,
-        f"submitted {n}, completed {report['completed_instances']}, resolved {report['resolved_instances']}"
-        f"{share}, unresolved "
-        f"{report['unresolved_instances']}, empty patch {report['empty_patch_instances']}, "
-        f"errors {report['error_instances']}, input errors {len(report['input_errors'])}",
+        f"submitted {n}, completed {report.completed_instances}, resolved {report.resolved_instances}{share}, "
+        f"unresolved {report.unresolved_instances}, empty patch {report.empty_patch_instances}, "
+        f"errors {report.error_instances}, input errors {len(report.input_errors)}",
     )
 
 
@@ -70,12 +69,12 @@ def print_systems(result: Any, console: Console) -> None:
     ensemble = result.ensemble
     for s in result.systems:
         r = s.report
-        total = r["total_instances"]
-        share = f" ({100 * r['resolved_instances'] / total:.1f}% of {total})" if total else ""
+        total = r.total_instances
+        share = f" ({100 * r.resolved_instances / total:.1f}% of {total})" if total else ""
         sample = f" sample {s.sample}" if s.system.width > 1 else ""
-        _say(console, f"rollout {s.index}: {s.system.name}{sample}: resolved {r['resolved_instances']}{share}, "
-                      f"submitted {r['submitted_instances']}, empty patch {r['empty_patch_instances']}, errors "
-                      f"{r['error_instances']} ({s.path.relative_to(result.path)})")  # fmt: skip
+        _say(console, f"rollout {s.index}: {s.system.name}{sample}: resolved {r.resolved_instances}{share}, "
+                      f"submitted {r.submitted_instances}, empty patch {r.empty_patch_instances}, errors "
+                      f"{r.error_instances} ({s.path.relative_to(result.path)})")  # fmt: skip
     if ensemble.not_predicted:
         ids = ensemble.not_predicted
         shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")

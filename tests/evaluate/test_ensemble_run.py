@@ -190,10 +190,10 @@ def test_an_ensemble_reports_selection_across_systems_as_brute_force_does(tmp_pa
     for i in range(4):
         submitted = [t for t in TABLE if TABLE[t][i] is not None]
         resolved = [t for t in TABLE if TABLE[t][i] and "FIX" in TABLE[t][i]]
-        assert by_index[i]["submitted_ids"] == submitted and by_index[i]["resolved_ids"] == resolved, i
-        assert by_index[i]["total_instances"] == len(SUITE) and by_index[i]["model_name_or_path"] == SYSTEMS[i][1]
-    assert by_index[0]["empty_patch_ids"] == ["c"] and by_index[0]["error_ids"] == ["d"]
-    assert by_index[3]["instances"]["c"]["rollout_id"] == "c/3"
+        assert by_index[i].submitted_ids == submitted and by_index[i].resolved_ids == resolved, i
+        assert by_index[i].total_instances == len(SUITE) and by_index[i].model_name_or_path == SYSTEMS[i][1]
+    assert by_index[0].empty_patch_ids == ["c"] and by_index[0].error_ids == ["d"]
+    assert by_index[3].instances["c"].rollout_id == "c/3"
     index = json.loads((result.path / "systems.json").read_text())
     assert [(r["index"], r["model"], r["sample"]) for r in index] == [(i, m, j) for i, (_, m, j) in enumerate(SYSTEMS)]
     assert all((result.path / r["eval_report"]).is_file() for r in index)

@@ -59,20 +59,20 @@ def test_eval_grades_predictions_with_the_real_verifier(engine, tmp_path: Path) 
     config = load_config(overrides=[f"run_dir={tmp_path / 'runs'}", "verify.concurrency=2", "verify.timeout_s=30", "sandbox.cpus=none"])
     result = evaluate(tasks, preds, config, suite="calc.jsonl")
     report = result.report
-    assert (report["resolved_ids"], report["unresolved_ids"]) == (["calc-gold"], [])
-    assert report["error_ids"] == ["calc-slow", "calc-stale"] and report["retry_ids"] == []
-    assert report["completed_instances"] == 1 and result.exit_code == 0  # final errors, as the harness's
-    stale_entry = report["instances"]["calc-stale"]
-    assert stale_entry["patch_applied"] is False and "patch does not apply" in stale_entry["reason"]
-    assert stale_entry["error"] == "patch_apply"
-    slow_entry = report["instances"]["calc-slow"]
-    assert (slow_entry["error"], slow_entry["timed_out"], slow_entry["verdict"]) == ("timeout", True, "fail")
-    assert report["failure_reasons"] == {"calc-slow": "tests_timed_out"}  # the harness's triage of the log
-    gold_entry = report["instances"]["calc-gold"]
-    assert gold_entry["tests"] == {"tests/test_hidden.py::test_add": "passed", "tests/test_ops.py::test_zero": "passed"}
-    assert gold_entry["tampered"] == []
+    assert (report.resolved_ids, report.unresolved_ids) == (["calc-gold"], [])
+    assert report.error_ids == ["calc-slow", "calc-stale"] and report.retry_ids == []
+    assert report.completed_instances == 1 and result.exit_code == 0  # final errors, as the harness's
+    stale_entry = report.instances["calc-stale"]
+    assert stale_entry.patch_applied is False and "patch does not apply" in stale_entry.reason
+    assert stale_entry.error == "patch_apply"
+    slow_entry = report.instances["calc-slow"]
+    assert (slow_entry.error, slow_entry.timed_out, slow_entry.verdict) == ("timeout", True, "fail")
+    assert report.failure_reasons == {"calc-slow": "tests_timed_out"}  # the harness's triage of the log
+    gold_entry = report.instances["calc-gold"]
+    assert gold_entry.tests == {"tests/test_hidden.py::test_add": "passed", "tests/test_ops.py::test_zero": "passed"}
+    assert gold_entry.tampered == []
     again = evaluate(tasks, preds, config, suite="calc.jsonl")  # resumed: nothing left to grade
-    assert again.batch is None and again.report["resolved_ids"] == ["calc-gold"]
+    assert again.batch is None and again.report.resolved_ids == ["calc-gold"]
     assert len(RunStore(result.path).verdicts("grade")) == 3
 
 
@@ -106,4 +106,4 @@ def test_an_ensemble_runs_the_evidence_and_reports_the_selection_loss_it_causes(
     assert metrics.coverage.mean == [0.5, 1.0]
     assert metrics.selectors["tests"].selected.mean == [brute(tests, "calc", cands, [0, 1], k) for k in (1, 2)] == [0.5, 0.5]
     assert metrics.selectors["tests"].loss.mean == [0.0, 0.5]
-    assert [s.report["resolved_ids"] for s in result.systems] == [["calc"], []]
+    assert [s.report.resolved_ids for s in result.systems] == [["calc"], []]

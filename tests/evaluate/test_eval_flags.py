@@ -42,16 +42,14 @@ def graded(tmp_path: Path) -> tuple[RunStore, Matched, list[Task]]:
 def test_instances_carry_flags_beside_tampered(tmp_path):
     store, matched, tasks = graded(tmp_path)
     report = build_eval_report(store, matched, tasks, [], "preds.jsonl")
-    inst = report["instances"]
-    assert inst["a"]["flags"] == [] and inst["a"]["tampered"] == []
-    assert inst["b"]["tampered"] == ["tests/test_b.py"]
-    assert inst["b"]["flags"] == [
-        {"version": 1, "kind": "tampered", "detail": "touched protected files", "paths": ["tests/test_b.py"]}
-    ]
-    assert [(f["kind"], f["detail"]) for f in inst["c"]["flags"]] == [
+    inst = report.instances
+    assert inst["a"].flags == [] and inst["a"].tampered == []
+    assert inst["b"].tampered == ["tests/test_b.py"]
+    assert inst["b"].flags == [Flag(kind="tampered", detail="touched protected files", paths=["tests/test_b.py"])]
+    assert [(f.kind, f.detail) for f in inst["c"].flags] == [
         ("forged", "canary test_q9 passed but was planted to fail"), ("suspicious_code", "imports _pytest.reports"),
     ]  # fmt: skip
-    assert report["flagged_ids"] == {"tampered": ["b"], "forged": ["c", "d"], "suspicious_code": ["c"]}
+    assert report.flagged_ids == {"tampered": ["b"], "forged": ["c", "d"], "suspicious_code": ["c"]}
 
 
 def test_terminal_prints_one_line_per_flag_kind(tmp_path):

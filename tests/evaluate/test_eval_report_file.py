@@ -1,16 +1,19 @@
 """``eval_report.json``'s bytes, pinned: every bucket, error kind, flag, triage key and input error of one
-representative report, against ``data/eval_report.json`` (what the report wrote before it was a typed record)."""
+representative report, against ``data/eval_report.json`` (what the report wrote before it was a typed record); the
+file read back, and what the loader refuses."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from unittest import mock
 
 import pytest
 
+from agentbon.errors import ConfigError
 from agentbon.evaluate.match import Matched
 from agentbon.evaluate.predictions import InputError, Prediction
-from agentbon.evaluate.report import build_eval_report, write_report
+from agentbon.evaluate.report import REPORT, build_eval_report, read_eval_report
 from agentbon.store import RunStore
 from agentbon.types import Flag, RepoSource, Task, TestSet, Verdict
 
@@ -57,12 +60,38 @@ def representative(tmp_path: Path) -> tuple[RunStore, Matched, list[Task], list[
 
 
 @pytest.fixture
-def report_bytes(tmp_path: Path) -> bytes:
+def written(tmp_path: Path) -> Path:
     store, matched, tasks, errors = representative(tmp_path)
     with mock.patch("agentbon.verify.harness.triage", fake_triage):
         report = build_eval_report(store, matched, tasks, errors, "preds.jsonl", {"u": "no problem_statement"})
-    return write_report(store, report).read_bytes()
+    return report.write(store.path / REPORT)
 
 
-def test_the_file_is_byte_identical_to_the_pinned_one(report_bytes: bytes) -> None:
-    assert report_bytes.decode() == GOLDEN.read_text()
+def test_the_file_is_byte_identical_to_the_pinned_one(written: Path) -> None:
+    assert written.read_text() == GOLDEN.read_text()
+
+
+def test_the_file_reads_back_to_the_same_record(written: Path) -> None:
+    report = read_eval_report(written)
+    assert report.to_json() == written.read_text()
+    assert report.instances["c"].flags[0].kind == "forged" and report.input_errors[1].line is None
+    assert (report.failure_reasons["c"], report.retry_ids) == ("missing_module", ["f", "h"])
+
+
+def test_an_older_file_reads_with_the_keys_it_lacks_empty(written: Path) -> None:
+    data = json.loads(written.read_text())
+    for key in ("retry_ids", "flagged_ids", "infra_failure_ids", "infra_failure_instances", "failure_reasons"):
+        del data[key]
+    del data["instances"]["c"]["flags"]
+    written.write_text(json.dumps(data))
+    report = read_eval_report(written)
+    assert (report.retry_ids, report.flagged_ids, report.infra_failure_instances) == ([], {}, 0)
+    assert report.instances["c"].flags == [] and report.resolved_ids == ["a"]
+
+
+@pytest.mark.parametrize("change", [{"grader": None}, {"schema_version": 3}])
+def test_a_file_that_is_not_agentbons_eval_report_is_refused(written: Path, change: dict) -> None:
+    data = {k: v for k, v in {**json.loads(written.read_text()), **change}.items() if v is not None}
+    written.write_text(json.dumps(data))  # the harness's own report has no grader
+    with pytest.raises(ConfigError, match="not an agentbon eval report"):
+        read_eval_report(written)

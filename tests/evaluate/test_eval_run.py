@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from agentbon.cli import app
 from agentbon.evaluate import eval_config, evaluate
+from agentbon.evaluate.report import read_eval_report
 from agentbon.evaluate.seed import EXIT_STATUS
 from agentbon.evaluate.service import eval_factories
 from agentbon.orchestrate import Factories
@@ -43,16 +44,16 @@ def test_eval_grades_predictions_and_writes_the_harness_summary(tmp_path: Path) 
     )  # fmt: skip
     result = evaluate(tasks, preds, cfg(tmp_path, run_id="ev"), suite="suite.jsonl", factories=fakes(tmp_path))
     r = result.report
-    assert (r["resolved_ids"], r["unresolved_ids"], r["empty_patch_ids"], r["error_ids"]) == (["a"], ["b"], ["c"], ["d"])
-    assert r["submitted_ids"] == ["a", "b", "c", "d"] and r["completed_ids"] == ["a", "b"]
-    assert (r["submitted_instances"], r["completed_instances"], r["resolved_instances"]) == (4, 2, 1)
-    assert (r["unresolved_instances"], r["empty_patch_instances"], r["error_instances"]) == (1, 1, 1)
-    assert r["total_instances"] == 5 and r["incomplete_ids"] == ["e"]
-    assert [(e["line"], e["key"]) for e in r["input_errors"]] == [(5, "instance_id"), (6, "")]
-    assert r["instances"]["a"]["verdict"] == "pass" and r["instances"]["d"]["verdict"] == "infra_error"
-    assert "EngineUnavailable" in r["instances"]["d"]["reason"] and r["model_name_or_path"] == MODEL
-    assert r["instances"]["d"]["error"] == "infra" and r["retry_ids"] == ["d"]
-    assert json.loads((result.path / "eval_report.json").read_text()) == r
+    assert (r.resolved_ids, r.unresolved_ids, r.empty_patch_ids, r.error_ids) == (["a"], ["b"], ["c"], ["d"])
+    assert r.submitted_ids == ["a", "b", "c", "d"] and r.completed_ids == ["a", "b"]
+    assert (r.submitted_instances, r.completed_instances, r.resolved_instances) == (4, 2, 1)
+    assert (r.unresolved_instances, r.empty_patch_instances, r.error_instances) == (1, 1, 1)
+    assert r.total_instances == 5 and r.incomplete_ids == ["e"]
+    assert [(e.line, e.key) for e in r.input_errors] == [(5, "instance_id"), (6, "")]
+    assert r.instances["a"].verdict == "pass" and r.instances["d"].verdict == "infra_error"
+    assert "EngineUnavailable" in r.instances["d"].reason and r.model_name_or_path == MODEL
+    assert r.instances["d"].error == "infra" and r.retry_ids == ["d"]
+    assert read_eval_report(result.path / "eval_report.json") == r
     assert result.exit_code == 3  # d could not be graded (infra)
     store = RunStore(result.path)
     rollouts = store.rollouts()
@@ -82,7 +83,7 @@ def test_second_invocation_verifies_only_what_lacks_a_verdict(tmp_path: Path) ->
     # More predictions into the same run: only the new one is verified.
     more = write_jsonl(tmp_path / "more.jsonl", [pred("a", patch("FIX")), pred("b", patch("nope")), pred("c", patch("FIX"))])
     third = evaluate(tasks, more, cfg(tmp_path, run_id=first.run_id), suite="s.jsonl", factories=fakes(tmp_path))
-    assert third.report["resolved_ids"] == ["a", "c"] and third.recorded == ["c"]
+    assert third.report.resolved_ids == ["a", "c"] and third.recorded == ["c"]
     assert sorted(verifications(tmp_path)) == ["a/0 grade", "b/0 grade", "c/0 grade"]
     assert sum(RunStore(first.path).rollout_counts().values()) == 3
 
@@ -108,7 +109,7 @@ def test_infra_errors_are_retried_on_the_next_invocation(tmp_path: Path) -> None
     tasks = make_tasks(tmp_path, ["a"])
     preds = write_jsonl(tmp_path / "p.jsonl", [pred("a", patch("VERIFY-DOWN FIX"))])
     first = evaluate(tasks, preds, cfg(tmp_path, run_id="ev"), factories=fakes(tmp_path))
-    assert first.report["error_ids"] == ["a"] and first.exit_code == 3
+    assert first.report.error_ids == ["a"] and first.exit_code == 3
     again = evaluate(tasks, preds, cfg(tmp_path, run_id="ev"), factories=fakes(tmp_path))
     assert again.batch is not None and verifications(tmp_path) == ["a/0 grade", "a/0 grade"]
 
@@ -120,7 +121,7 @@ def test_a_changed_patch_for_a_graded_instance_is_refused(tmp_path: Path) -> Non
     changed = write_jsonl(tmp_path / "2.jsonl", [pred("a", patch("FIX")), pred("b", patch("FIX"))])
     result = evaluate(tasks, changed, cfg(tmp_path, run_id="ev"), factories=fakes(tmp_path))
     assert [(e.line, e.key) for e in result.input_errors] == [(1, "model_patch")]
-    assert result.report["submitted_ids"] == ["b"] and result.report["resolved_ids"] == ["b"]
+    assert result.report.submitted_ids == ["b"] and result.report.resolved_ids == ["b"]
     assert RunStore(result.path).rollouts()["a/0"].patch == patch("nope") and result.exit_code == 2
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from eval_support import pred, write_jsonl
 
-from agentbon.evaluate.report import build_eval_report
+from agentbon.evaluate.report import EvalReport, build_eval_report
 from agentbon.evaluate.run import HARNESS_TEST_TIMEOUT_S, prepare, unloaded_tasks
 from agentbon.store import RunStore
 from agentbon.tasks import load_suite
@@ -106,7 +106,9 @@ def harness_report(tmp_path: Path, dataset: Path, preds: Path, outcomes: dict[st
     return json.loads(path.read_text()), {i["instance_id"] for i in to_run}
 
 
-def agentbon_report(tmp_path: Path, made, dataset: Path, preds: Path, outcomes: dict[str, str]) -> tuple[dict, set[str]]:
+def agentbon_report(
+    tmp_path: Path, made, dataset: Path, preds: Path, outcomes: dict[str, str]
+) -> tuple[EvalReport, set[str]]:
     """agentbon's report on the same outcomes: its loader and matching, its verdicts, its report builder."""
     tasks, errors = load_suite(dataset)
     unloaded = unloaded_tasks(errors, tasks)
@@ -142,15 +144,16 @@ def test_the_report_equals_the_harness_key_by_key(case, tmp_path: Path, monkeypa
     every = {p["instance_id"]: p for p in get_predictions_from_file(str(preds), str(dataset), "test")}
     with pytest.raises(ValueError, match="fixture__calc-stranger"):
         get_dataset_from_preds(str(dataset), "test", None, every, RUN_ID, False)
-    assert [(e["line"], e["instance_id"]) for e in ours["input_errors"]] == [
+    assert [(e.line, e.instance_id) for e in ours.input_errors] == [
         (9, iid("dup-then-fix")), (10, iid("dup-then-empty")), (11, "fixture__calc-stranger"),
     ]  # fmt: skip
     known = write_jsonl(tmp_path / "known.jsonl", [e for e in entries if e["instance_id"] != "fixture__calc-stranger"])
     theirs, run_there = harness_report(tmp_path, dataset, known, outcomes)
 
     assert run_here == run_there  # the same predictions go to a sandbox (the blank one only to fail to apply)
-    assert set(theirs) <= set(ours), set(theirs) - set(ours)
-    assert {k: ours[k] for k in theirs} == theirs
+    file = json.loads(ours.to_json())
+    assert set(theirs) <= set(file), set(theirs) - set(file)
+    assert {k: file[k] for k in theirs} == theirs
     # ... and the cases mean what they say
     assert theirs["resolved_ids"] == [iid("dup-then-fix"), iid("resolved")]  # the last prediction of an id counts
     assert theirs["unresolved_ids"] == [iid("oom"), iid("unresolved")]
@@ -161,20 +164,20 @@ def test_the_report_equals_the_harness_key_by_key(case, tmp_path: Path, monkeypa
         iid("oom"): "out_of_memory", iid("timeout"): "tests_timed_out", iid("unresolved"): "missing_module",
     }  # fmt: skip
     assert (theirs["infra_failure_ids"], theirs["ambiguous_failure_ids"]) == ([iid("oom")], [iid("timeout"), iid("unresolved")])
-    assert [ours["instances"][iid(n)]["error"] for n in ("apply", "blank", "timeout")] == [
+    assert [ours.instances[iid(n)].error for n in ("apply", "blank", "timeout")] == [
         "patch_apply", "blank_patch", "timeout",
     ]  # fmt: skip
-    assert ours["retry_ids"] == []  # none of these errors is one a second invocation would grade
+    assert ours.retry_ids == []  # none of these errors is one a second invocation would grade
 
 
 def test_a_prediction_for_a_record_that_did_not_load_is_an_error(case, tmp_path: Path) -> None:
     made, dataset, _, _ = case
     preds = write_jsonl(tmp_path / "p.jsonl", [pred(iid("unloadable"), made.gold, MODEL)])
     report, _ = agentbon_report(tmp_path, made, dataset, preds, {})
-    assert report["error_ids"] == [iid("unloadable")] and report["submitted_ids"] == [iid("unloadable")]
-    entry = report["instances"][iid("unloadable")]
-    assert entry["error"] == "task_not_loaded" and "problem_statement" in entry["reason"]
-    assert report["total_instances"] == 12 and len(report["incomplete_ids"]) == 11
+    assert report.error_ids == [iid("unloadable")] and report.submitted_ids == [iid("unloadable")]
+    entry = report.instances[iid("unloadable")]
+    assert entry.error == "task_not_loaded" and "problem_statement" in entry.reason
+    assert report.total_instances == 12 and len(report.incomplete_ids) == 11
 
 
 def test_the_default_timeout_is_the_harness_one() -> None:
