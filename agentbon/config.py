@@ -124,6 +124,13 @@ class SandboxConfig(Section):
     max_starting: int = Field(default=8, ge=1)
     """Most sandboxes starting at once on a node; admission control lowers it while the engine is slow or failing
     and raises it back while starts are quick (docs/sandboxes.md, "Admission control")."""
+    channel: bool = False
+    """Set for the rollouts of ``agent.type=command``, not by hand: each sandbox gets a host folder of its own,
+    mounted at ``/agentbon/channel``, where the rollout's model proxy listens on a Unix socket (the sandbox's only way
+    out where ``network`` is ``none``; docs/agents.md)."""
+    agent_dir: str | None = None
+    """Set for the rollouts of ``agent.type=command``, not by hand: ``agent.command_mount``, mounted read-only at
+    ``/agentbon/agent``."""
     executor: Literal["resident", "exec"] = "resident"
     """How commands reach a Docker sandbox (docs/sandboxes.md): ``resident``, one small executor process started
     once per sandbox and user that runs every command (no engine call per command; one ``exec`` per command where
@@ -317,9 +324,10 @@ the text form (one fenced command per reply): agentbon's model client speaks cha
 
 
 class AgentConfig(Section):
-    type: Literal["bash", "edit", "mini"] = "edit"
-    """``bash`` (multi-turn shell actions, mini-swe-agent style), ``edit`` (one-shot search/replace edits) or ``mini``
-    (mini-swe-agent's own loop and config files, the ``mini`` extra; docs/agents.md)."""
+    type: Literal["bash", "edit", "mini", "command"] = "edit"
+    """``bash`` (multi-turn shell actions, mini-swe-agent style), ``edit`` (one-shot search/replace edits), ``mini``
+    (mini-swe-agent's own loop and config files, the ``mini`` extra) or ``command`` (a program of the user's own, run in
+    the sandbox with the model behind a proxy of the rollout's; docs/agents.md)."""
     step_limit: int = Field(default=20, ge=1)
     """Model calls per rollout."""
     token_limit: int = Field(default=60_000, ge=1)
@@ -345,6 +353,12 @@ class AgentConfig(Section):
     mini_config: str = "default"
     """Mini agent: mini-swe-agent's config file: ``default`` (its default config), ``swebench`` (its SWE-bench config
     in text form) or the path of a YAML file in its format (read where the rollout runs; docs/agents.md)."""
+    command: str | None = None
+    """Command agent: the command line of the program, run by bash in the repository inside the sandbox (required
+    with ``type=command``; docs/agents.md, "Bring your own agent")."""
+    command_mount: str | None = None
+    """Command agent: a host folder mounted read-only in the sandbox at ``/agentbon/agent`` (its path there is
+    ``$AGENTBON_AGENT_DIR``): the program and what it needs, where the task image lacks them. Made absolute at load."""
     prompts_dir: str | None = None
     """A directory of ``.j2`` templates that replace the built-in prompts of the same name (at least one of the
     chosen agent's). Read at load, and carried to the workers with the run (agent/templates.py)."""
@@ -374,6 +388,23 @@ class AgentConfig(Section):
         if not path.is_file():
             raise ValueError(f"not one of {', '.join(MINI_CONFIGS)} and no such file: {value}")
         return str(path)
+
+    @field_validator("command_mount")
+    @classmethod
+    def _command_mount(cls, value: str | None) -> str | None:
+        """A folder that is missing is refused now; a path is made absolute."""
+        if value is None:
+            return None
+        path = Path(value).expanduser().resolve()
+        if not path.is_dir():
+            raise ValueError(f"no such folder: {value}")
+        return str(path)
+
+    @model_validator(mode="after")
+    def _command_given(self) -> AgentConfig:
+        if self.type == "command" and not (self.command or "").strip():
+            raise ValueError("agent.type=command needs agent.command (the program's command line)")
+        return self
 
     @model_validator(mode="after")
     def _prompts_digest(self) -> AgentConfig:
@@ -614,6 +645,13 @@ class RunConfig(Section):
         added) are taken as stored, unchecked, since the run already ran with them. Each section is still its model
         (``read_leniently``), so a reader's typed access holds for an older run too."""
         return read_leniently(cls, data)
+
+    def rollout_sandbox(self) -> SandboxConfig:
+        """The sandbox settings of a rollout: ``sandbox``, with a channel to the model proxy and the program's folder
+        mounted for ``agent.type=command`` (verification sandboxes get neither)."""
+        if self.agent.type != "command":
+            return self.sandbox
+        return self.sandbox.model_copy(update={"channel": True, "agent_dir": self.agent.command_mount})
 
     def fixed_part(self) -> int:
         """Rollouts ``0..fixed_part()-1`` of every task run whatever the outcomes (the curves' sample): the budget's

@@ -72,6 +72,11 @@ class AgentMisconfigured(InfraError):
     fault of the model's, so never counted against it."""
 
 
+class ProxyFailure(InfraError):
+    """A command agent's way to the model failed: its model proxy, or the forwarder in its sandbox (no ``python3``
+    there, no loopback): no fault of the program's nor the model's."""
+
+
 class ModelTimeout(InfraError, TimeoutError):
     """The model server is alive (it answers a probe) but did not answer a request in time: it is overloaded, not
     dead. The rollout is retried like any infrastructure failure; the server is kept (a restart would throw away

@@ -45,6 +45,8 @@ def check_prompts(folder: str, agent_type: str) -> None:
     ``agent_type`` (it would change nothing)."""
     if agent_type == "mini":
         raise ValueError("the mini agent's prompts are its config file's (agent.mini_config), not a prompts folder's")
+    if agent_type == "command":
+        raise ValueError("the command agent's prompts are its program's own, not a prompts folder's")
     files = read_prompts(folder)
     own = sorted(p.name for p in BUILT_IN.glob(f"{agent_type}_*.j2"))
     if not set(files) & set(own):

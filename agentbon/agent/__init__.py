@@ -1,5 +1,5 @@
-"""Agents: the bash loop (multi-turn shell actions), the one-shot edit agent and mini-swe-agent's loop (``mini``, an
-optional extra); ``make_agent`` picks by config."""
+"""Agents: the bash loop (multi-turn shell actions), the one-shot edit agent, mini-swe-agent's loop (``mini``, an
+optional extra) and a program of the user's own (``command``); ``make_agent`` picks by config."""
 
 from __future__ import annotations
 
@@ -36,4 +36,8 @@ def make_agent(config: AgentConfig, sampling: ModelConfig | None = None) -> Agen
         from agentbon.agent.mini import MiniAgent  # the mini extra, imported only where it is asked for
 
         return MiniAgent(config, sampling)
-    raise ConfigError(f"agent.type: unknown agent type {config.type!r} (expected 'bash', 'edit' or 'mini')")
+    if config.type == "command":
+        from agentbon.agent.command import CommandAgent
+
+        return CommandAgent(config, sampling)
+    raise ConfigError(f"agent.type: unknown agent type {config.type!r} (expected 'bash', 'edit', 'mini' or 'command')")

@@ -87,7 +87,7 @@ def run_rollout(
     try:
         with dog:
             task = unpack(item)
-            backend = cached("backend", factories.backend, config.sandbox)
+            backend = cached("backend", factories.backend, config.rollout_sandbox())
             if hasattr(backend, "keep_warm"):  # the run's end reaps by its label, so warm sandboxes may wait
                 backend.keep_warm()
             prepare_once(backend, task)

@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,3 +141,28 @@ def file_lock(name: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+CHANNEL_INSIDE = "/agentbon/channel"
+"""Where a Docker sandbox sees its channel folder (``sandbox.channel``)."""
+AGENT_DIR_INSIDE = "/agentbon/agent"
+"""Where a Docker sandbox sees ``sandbox.agent_dir`` (read-only)."""
+
+
+class Channel:
+    """A sandbox's own host folder, shared with the sandbox (``sandbox.channel``): a rollout's model proxy listens on
+    a Unix socket in it, the sandbox connects to that socket at ``inside`` (its only way out without a network)."""
+
+    def __init__(self, host: str, inside: str):
+        self.host, self.inside = host, inside
+
+    @classmethod
+    def make(cls, inside: str | None = None) -> Channel:
+        """A fresh folder under the temp directory (short: a socket's path has at most 107 bytes); ``inside``: its
+        path in the sandbox (None: the same as on the host)."""
+        host = tempfile.mkdtemp(prefix="agentbon-ch-")
+        os.chmod(host, 0o711)  # the sandbox's user, another uid, must reach the socket; nobody may list the folder
+        return cls(host, inside or host)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.host, ignore_errors=True)

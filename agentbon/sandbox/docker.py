@@ -18,7 +18,15 @@ from agentbon.config import SandboxConfig
 from agentbon.errors import ImageBuildError, SandboxDiskLimit, SandboxGone, SandboxSetupTimeout
 from agentbon.sandbox import dfiles
 from agentbon.sandbox.admission import Admission, Ticket
-from agentbon.sandbox.common import GIT_IDENTITY, container_labels, parse_bytes, slug
+from agentbon.sandbox.common import (
+    AGENT_DIR_INSIDE,
+    CHANNEL_INSIDE,
+    GIT_IDENTITY,
+    Channel,
+    container_labels,
+    parse_bytes,
+    slug,
+)
 from agentbon.sandbox.dexec import Executor
 from agentbon.sandbox.engine import EngineMeter, MeteredAPI, docker_client, engine_errors, reap_containers
 from agentbon.sandbox.harden import PROBE, ROOT, RunAs, as_root_in_repo, host_options, requested, setup_script
@@ -48,8 +56,13 @@ class DockerSandbox:
         run_as: RunAs | None = None,
         api: Any = None,
         meter: EngineMeter | None = None,
+        channel: Channel | None = None,
     ):
         self._client, self._api, self._cid = client, api or client.api, container_id
+        self.channel = channel
+        """The sandbox's own host folder, mounted at ``/agentbon/channel`` (``sandbox.channel``; None without)."""
+        self.agent_dir = AGENT_DIR_INSIDE if config.agent_dir else None
+        """Where ``sandbox.agent_dir`` is mounted read-only (None without)."""
         self.meter = meter or EngineMeter()
         """The engine calls made for this sandbox (``api`` counts into it)."""
         self.warm = False
@@ -216,6 +229,8 @@ class DockerSandbox:
         if self.watchdog is not None:
             self.watchdog.stop()
         self._executor.close()
+        if self.channel is not None:
+            self.channel.remove()
         try:
             if self.remover is not None:
                 self.meter.add("remove_container", 0.0)  # one engine call, made by the remover's thread
@@ -350,17 +365,25 @@ class DockerBackend:
         limit = parse_bytes(self.config.disk_limit) if self.config.disk_limit else None
         meter = EngineMeter()
         api = MeteredAPI(self.client.api, meter)
-        for attempt in (1, 2):
-            try:
-                with engine_errors("container start"), self.admission.start() as ticket:
-                    container_id, quota = self._start_quota(api, image, name, tags, limit)
-                break
-            except docker.errors.ImageNotFound:
-                if attempt == 2:
-                    raise
-                self._images.pop(self._memo_key(task), None)  # removed since prepare(): build it again
-                image = self.image_for(task)
-        sandbox = DockerSandbox(self.client, container_id, name, image, self.config, api=api, meter=meter)
+        channel = Channel.make(CHANNEL_INSIDE) if self.config.channel else None
+        try:
+            for attempt in (1, 2):
+                try:
+                    with engine_errors("container start"), self.admission.start() as ticket:
+                        container_id, quota = self._start_quota(api, image, name, tags, limit, channel)
+                    break
+                except docker.errors.ImageNotFound:
+                    if attempt == 2:
+                        raise
+                    self._images.pop(self._memo_key(task), None)  # removed since prepare(): build it again
+                    image = self.image_for(task)
+        except BaseException:
+            if channel is not None:
+                channel.remove()
+            raise
+        sandbox = DockerSandbox(
+            self.client, container_id, name, image, self.config, api=api, meter=meter, channel=channel
+        )
         sandbox.ticket = ticket
         sandbox.remover = self.remover
         try:
@@ -412,25 +435,41 @@ class DockerBackend:
     # ------------------------------------------------------------------ containers
 
     def _start_quota(
-        self, api: Any, image: TaskImage, name: str, tags: dict[str, str], limit: int | None
+        self, api: Any, image: TaskImage, name: str, tags: dict[str, str], limit: int | None, channel: Channel | None
     ) -> tuple[str, bool]:
         """Start the container, with a size quota where the engine enforces one; return its id and whether it has."""
         if limit is None or self.quota is False:
-            return self._start(api, image, name, tags, None), False
+            return self._start(api, image, name, tags, None, channel), False
         try:
-            cid = self._start(api, image, name, tags, limit)
+            cid = self._start(api, image, name, tags, limit, channel)
         except docker.errors.APIError as e:
             if not quota_refused(e):
                 raise
             log.info("the engine has no per-container disk quota (%s): a watchdog enforces sandbox.disk_limit", e)
             self.quota = False
-            return self._start(api, image, name, tags, None), False
+            return self._start(api, image, name, tags, None, channel), False
         self.quota = True
         return cid, True
 
-    def _start(self, api: Any, image: TaskImage, name: str, tags: dict[str, str], quota: int | None = None) -> str:
+    def _binds(self, channel: Channel | None) -> dict[str, dict[str, str]] | None:
+        """The host folders mounted in a sandbox: its channel (read-write) and ``sandbox.agent_dir`` (read-only)."""
+        binds = {channel.host: {"bind": channel.inside, "mode": "rw"}} if channel else {}
+        if self.config.agent_dir:
+            binds[self.config.agent_dir] = {"bind": AGENT_DIR_INSIDE, "mode": "ro"}
+        return binds or None
+
+    def _start(
+        self,
+        api: Any,
+        image: TaskImage,
+        name: str,
+        tags: dict[str, str],
+        quota: int | None = None,
+        channel: Channel | None = None,
+    ) -> str:
         """Create and start the container (two engine calls, no inspect); return its id."""
         host_config = api.create_host_config(
+            binds=self._binds(channel),
             network_mode=self.config.network,
             nano_cpus=int(self.config.cpus * 1e9) if self.config.cpus else None,  # None: no cap
             mem_limit=self.config.memory,

@@ -22,7 +22,7 @@ import git
 from agentbon.config import SandboxConfig
 from agentbon.errors import ImageBuildError, SandboxGone
 from agentbon.files import write_atomic
-from agentbon.sandbox.common import GIT_IDENTITY, container_labels, file_lock, matches, parse_bytes, slug
+from agentbon.sandbox.common import GIT_IDENTITY, Channel, container_labels, file_lock, matches, parse_bytes, slug
 from agentbon.sandbox.patch import take_patch
 from agentbon.sandbox.pexec import kill_all, limits_prefix, netns_prefix, run_process, session_processes
 from agentbon.sandbox.repo import prepare_repo
@@ -60,6 +60,10 @@ class ProcessSandbox:
         self.setup_s = 0.0
         self.started_at = time.time()
         self.closed = False
+        self.channel = Channel(str(self.root / "channel"), str(self.root / "channel")) if config.channel else None
+        """``sandbox.channel``: a folder in the sandbox's own directory (the same path for host and commands)."""
+        self.agent_dir = config.agent_dir
+        """``sandbox.agent_dir``, as it is on the host (commands see the host's filesystem)."""
         self._sessions: set[int] = set()
         path = [str(venv / "bin")] if venv else []
         path += [str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")]
@@ -230,7 +234,7 @@ class ProcessBackend:
         started = time.monotonic()
         root = Path(tempfile.mkdtemp(prefix=PREFIX))
         write_atomic(root / META, json.dumps({"labels": container_labels(labels, task.task_id), "pid": os.getpid()}))
-        for sub in ("home", "tmp"):
+        for sub in ("home", "tmp", "channel") if self.config.channel else ("home", "tmp"):
             (root / sub).mkdir()
         repo = git.Repo.clone_from(str(where / "repo"), root / "repo", no_hardlinks=True, quiet=True)
         repo.git.remote("remove", "origin")  # the clone's only ref is then the branch at the base commit
