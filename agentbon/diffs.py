@@ -1,4 +1,4 @@
-"""Reading unified diffs: which files a patch touches (hunk-aware, git quoting understood).
+"""Reading unified diffs: which files a patch touches (hunk-aware, git quoting understood), and which are tests.
 
 The one reader of ``diff --git`` headers and ``---``/``+++`` paths: the verifier's guard and scan, the evidence rule
 (verify/testpatch.py) and the patch taken from a sandbox (sandbox/patch.py) read paths here.
@@ -7,6 +7,7 @@ The one reader of ``diff --git`` headers and ``---``/``+++`` paths: the verifier
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -112,3 +113,30 @@ def files_touched(patch: str) -> list[str]:
             seen.setdefault(path)
     close_block()
     return list(seen)
+
+
+TEST_DIRS = frozenset({"test", "tests", "testing", "e2e"})
+"""Directory names whose contents are tests (SWE-bench's split of test patches uses the same names)."""
+
+
+def test_file_kind(path: str) -> str | None:
+    """Which rule makes ``path`` a file of a Python test suite: ``conftest``, ``test file`` (``test_*.py``,
+    ``*_test.py``) or ``under a test directory`` (``TEST_DIRS``); None for any other file.
+
+    The rule of the guard (it undoes a candidate's changes to these files and names the rule as the reason) and of a
+    task authored from a commit (its files split into the test patch and the gold patch by it, so that the guard
+    undoes no file of a gold patch). The localiser's guess is broader (``agent.localise.is_test_path``).
+    """
+    p = PurePosixPath(path)
+    if p.name == "conftest.py":
+        return "conftest"
+    if p.name.startswith("test_") and p.name.endswith(".py") or p.name.endswith("_test.py"):
+        return "test file"
+    if any(part in TEST_DIRS for part in p.parts[:-1]):
+        return "under a test directory"
+    return None
+
+
+def is_test_path(path: str) -> bool:
+    """Whether ``path`` is a file of a Python test suite (:func:`test_file_kind`)."""
+    return test_file_kind(path) is not None

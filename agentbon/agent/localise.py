@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from agentbon.config import AgentConfig
+from agentbon.diffs import is_test_path as python_test
 from agentbon.protocols import Sandbox
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -38,8 +39,8 @@ _SKIP_EXT = set(
     ".jar .class".split()
 )
 _PROSE = {".md", ".rst", ".txt", ".adoc"}
-_TEST_DIR = re.compile(r"(^|/)(tests?|testing|__tests__|spec)/")
-_TEST_NAME = re.compile(r"^(test_.*\.py|.*_tests?\.py|conftest\.py|.*_test\.go|.*\.(test|spec)\.[jt]sx?)$")
+_OTHER_TEST_DIR = re.compile(r"(^|/)(__tests__|spec)/")
+_OTHER_TEST_NAME = re.compile(r"^(.*_tests\.py|.*_test\.go|.*\.(test|spec)\.[jt]sx?)$")
 _PY_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+\(?([\w, \t]*)|import\s+([\w.]+))", re.MULTILINE)
 _JS_IMPORT = re.compile(r"""(?:from\s+|require\(\s*|import\s+)['"](\.{1,2}/[^'"]+)['"]""")
 
@@ -65,8 +66,12 @@ class Context:
 
 
 def is_test_path(path: str) -> bool:
-    """True for test files and directories as the common runners name them (and ``conftest.py``)."""
-    return bool(_TEST_DIR.search(path) or _TEST_NAME.match(PurePosixPath(path).name))
+    """A Python test suite's files (``diffs.is_test_path``) and, broader than that rule on purpose, other runners'
+    names: ``*_tests.py``, ``*_test.go``, ``*.test.js``/``*.spec.ts``, ``__tests__``/``spec`` folders. A wrong guess
+    here only changes which files the agent is shown; the guard's rule decides what a patch may change, so it stays
+    SWE-bench's."""
+    name = PurePosixPath(path).name
+    return python_test(path) or bool(_OTHER_TEST_DIR.search(path) or _OTHER_TEST_NAME.match(name))
 
 
 def keywords(text: str, limit: int = 30) -> dict[str, float]:

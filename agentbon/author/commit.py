@@ -41,8 +41,9 @@ import yaml
 
 from agentbon.author.batch import gives_away
 from agentbon.author.detect import Detected, detect
-from agentbon.author.imports import is_test_path, lean_files
+from agentbon.author.imports import lean_files
 from agentbon.author.outcomes import PLUGIN
+from agentbon.diffs import is_test_path
 from agentbon.errors import AgentbonError, TaskError
 from agentbon.types import Environment, RepoSource, Task, TestSet
 

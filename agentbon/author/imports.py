@@ -13,19 +13,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 
-TEST_DIRS = frozenset({"test", "tests", "testing"})
-
-
-def is_test_path(path: str) -> bool:
-    """True for a file of the test suite: in a test folder, ``test_*.py``, ``*_test.py`` or ``conftest.py``."""
-    parts = PurePosixPath(path).parts
-    name = parts[-1] if parts else ""
-    return (
-        any(p in TEST_DIRS for p in parts[:-1])
-        or (name.startswith("test_") and name.endswith(".py"))
-        or name.endswith("_test.py")
-        or name == "conftest.py"
-    )
+from agentbon.diffs import is_test_path
 
 
 def module_name(path: str, tree: set[str]) -> str:

@@ -16,14 +16,11 @@ import configparser
 import shlex
 import sys
 import tomllib
-from fnmatch import fnmatch
 from pathlib import PurePosixPath
 
-from agentbon.diffs import files_touched
+from agentbon.diffs import files_touched, test_file_kind
 from agentbon.types import Task, TestSet
 
-TEST_DIRS = frozenset({"test", "tests", "testing", "e2e"})
-"""Directory names whose contents are tests (SWE-bench's split of test patches uses the same names)."""
 FRAMEWORK_MODULES = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "unittest", "xmlrunner"})
 STARTUP_HOOKS = frozenset({"sitecustomize", "usercustomize"})
 RUNNER_CONFIG = frozenset({"pytest.ini", ".pytest.ini", ".gitattributes"})
@@ -59,23 +56,19 @@ def doctest_in_code(test_id: str) -> bool:
 
 def why_protected(path: str, protected: set[str]) -> str | None:
     """Why changing ``path`` counts as tampering (test file, conftest, runner config, startup hook), or None."""
-    p = PurePosixPath(path)
+    p, test = PurePosixPath(path), test_file_kind(path)
     name = p.name
     if path in protected:
         return "task test file"
-    if name == "conftest.py":
-        return "conftest"
+    if test == "conftest":
+        return test
     if name in RUNNER_CONFIG:
         return "runner config"
     if name.endswith(".pth") or any(part.removesuffix(".py") in STARTUP_HOOKS for part in p.parts):
         return "interpreter startup hook"
     if any(part.endswith((".dist-info", ".egg-info")) for part in p.parts[:-1]):
         return "package metadata (could register a pytest plugin)"
-    if fnmatch(name, "test_*.py") or fnmatch(name, "*_test.py"):
-        return "test file"
-    if any(part in TEST_DIRS for part in p.parts[:-1]):
-        return "under a test directory"
-    return None
+    return test  # a test file, or one under a test directory (diffs.test_file_kind)
 
 
 def may_shadow(path: str) -> bool:

@@ -36,7 +36,7 @@ def test_keywords_prefer_code_like_identifiers():
 
 
 def test_test_paths():
-    assert all(map(is_test_path, ["tests/a.py", "pkg/test_x.py", "x_test.go", "src/a.spec.ts", "conftest.py"]))
+    assert all(map(is_test_path, ["tests/a.py", "pkg/test_x.py", "x_test.go", "src/a.spec.ts", "conftest.py", "e2e/a.py"]))
     assert not any(map(is_test_path, ["pkg/dates.py", "contest.py", "attest/a.py", "testing_utils.py"]))
 
 

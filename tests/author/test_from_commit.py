@@ -117,7 +117,7 @@ def test_a_fix_commit_becomes_a_task_that_validates_and_bad_commits_are_refused(
 
 def test_test_files_are_told_from_code_by_path():
     assert all(map(is_test_path, ["tests/test_a.py", "pkg/tests/helpers.py", "test/data.json", "a/test_b.py",
-                                  "b_test.py", "conftest.py", "src/pkg/testing/util.py"]))  # fmt: skip
+                                  "b_test.py", "conftest.py", "src/pkg/testing/util.py", "e2e/helpers.py"]))  # fmt: skip
     assert not any(
         map(is_test_path, ["pkg/ops.py", "pkg/contest.py", "testsuite.py", "docs/tests.md", "pkg/attest.py"])
     )
