@@ -22,7 +22,7 @@ from agentbon.errors import ConfigError
 from agentbon.evaluate.ensemble import Ensemble, Slot, System, build_ensemble, ensemble_run_id
 from agentbon.evaluate.report import REPORT, EvalReport, build_eval_report
 from agentbon.evaluate.run import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NOT_GRADED, EXIT_OK, eval_config, refuse_inert
-from agentbon.evaluate.seed import EXIT_STATUS, prediction_rollout, unfinished
+from agentbon.evaluate.seed import EXIT_STATUS, held_otherwise, prediction_rollout, unfinished
 from agentbon.evaluate.service import eval_factories
 from agentbon.files import write_atomic
 from agentbon.store import RunStore
@@ -68,14 +68,11 @@ def not_run(slot: Slot) -> str | None:
 
 def conflicts(store: RunStore, ensemble: Ensemble) -> list[str]:
     """Each slot whose rollout the run already holds with another patch, named by file and line."""
-    recorded = store.rollouts() if store.path.exists() else {}
+    slots = ((f"{tid}/{s.index}", s.patch, (tid, s)) for tid, slots in ensemble.slots.items() for s in slots)
     out = []
-    for tid, slots in ensemble.slots.items():
-        for slot in slots:
-            before = recorded.get(f"{tid}/{slot.index}")
-            if before is not None and patch_hash(before.patch) != patch_hash(slot.patch):
-                where = f"{slot.system.file}:{slot.prediction.line}" if slot.prediction else f"{slot.system.name} (none)"
-                out.append(f"{where}: {tid!r}: rollout {tid}/{slot.index} of run {store.run_id} holds another patch")
+    for tid, s in held_otherwise(store, slots):
+        where = f"{s.system.file}:{s.prediction.line}" if s.prediction else f"{s.system.name} (none)"
+        out.append(f"{where}: {tid!r}: rollout {tid}/{s.index} of run {store.run_id} holds another patch")
     return out
 
 

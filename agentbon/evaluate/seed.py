@@ -9,7 +9,9 @@ already recorded for its task in that run is refused: its old verdict would be r
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from agentbon.errors import ConfigError
 from agentbon.evaluate.predictions import InputError, Prediction
@@ -42,21 +44,29 @@ def evidence_verdict(rollout: Rollout) -> Verdict:
     )
 
 
+T = TypeVar("T")
+
+
+def held_otherwise(store: RunStore, candidates: Iterable[tuple[str, str, T]]) -> list[T]:
+    """The items of ``candidates`` (rollout id, patch, item) whose rollout the run already holds with another patch:
+    its verdict would be reported for the new patch (an eval's prediction, an ensemble's slot)."""
+    recorded = store.rollouts() if store.path.exists() else {}
+    return [
+        item for rid, patch, item in candidates
+        if (before := recorded.get(rid)) is not None and patch_hash(before.patch) != patch_hash(patch)
+    ]  # fmt: skip
+
+
 def conflicts(store: RunStore, graded: dict[str, Prediction], file: str) -> list[InputError]:
     """An error for each prediction whose task already holds a different patch in this run."""
-    recorded = store.rollouts() if store.path.exists() else {}
-    out = []
-    for task_id, p in graded.items():
-        before = recorded.get(f"{task_id}/0")
-        if before is not None and patch_hash(before.patch) != patch_hash(p.model_patch):
-            out.append(
-                InputError(
-                    file=file, line=p.line, key="model_patch", instance_id=task_id,
-                    problem=f"differs from the patch run {store.run_id} already holds for {task_id!r} "
-                    "(graded with that one); use another --run-id to grade this one",
-                )
-            )
-    return out
+    return [
+        InputError(
+            file=file, line=p.line, key="model_patch", instance_id=tid,
+            problem=f"differs from the patch run {store.run_id} already holds for {tid!r} (graded with that one); use "
+            "another --run-id to grade this one",
+        )
+        for tid, p in held_otherwise(store, ((f"{tid}/0", p.model_patch, (tid, p)) for tid, p in graded.items()))
+    ]  # fmt: skip
 
 
 def unfinished(store: RunStore, rollout_ids: list[str]) -> bool:
@@ -82,14 +92,10 @@ class Seeder:
     """Task ids whose rollout this invocation wrote (the others were recorded by an earlier one)."""
 
     def __call__(self, store: RunStore) -> None:
-        recorded = store.rollouts()
-        changed = [
-            tid for tid, p in self.graded.items()
-            if f"{tid}/0" in recorded and patch_hash(recorded[f"{tid}/0"].patch) != patch_hash(p.model_patch)
-        ]  # fmt: skip
+        changed = [str(e.instance_id) for e in conflicts(store, self.graded, "")]
         if changed:  # another process wrote them since the check: nothing is written
             raise ConfigError(f"{store.path}: predictions for {', '.join(changed)} differ from those recorded")
-        evidence = store.verdicts("evidence")
+        recorded, evidence = store.rollouts(), store.verdicts("evidence")
         for tid, p in self.graded.items():
             rollout = recorded.get(f"{tid}/0")
             if rollout is None or not rollout.finished:
