@@ -93,3 +93,28 @@ def test_mini_agent_end_to_end(tmp_path: Path, engine) -> None:
             > 0
         )
         assert messages[-1]["extra"]["exit_status"] == "Submitted"
+
+
+def test_command_agent_end_to_end(tmp_path: Path, engine) -> None:
+    """agent.type=command through the batch (preflight, workers, verifier): a stdlib program in the mounted folder
+    asks the model once and runs its reply; its rollouts are recorded and graded like the built-in agents'."""
+    tasks, _ = load_suite(DEMO / "demo-migrate-dateparse")
+    fix = f"git apply <<'AGENTBON_EOF'\n{tasks[0].gold_patch}\nAGENTBON_EOF"
+    model = functools.partial(task_model, table={}, default=[fix])
+    program = Path(__file__).resolve().parents[1] / "agent" / "command_program"
+    overrides = [
+        f"run_dir={tmp_path}", "agent.type=command", "model.name=scripted", f"agent.command_mount={program}",
+        "agent.command=python3 $AGENTBON_AGENT_DIR/stdlib_agent.py",
+    ]  # fmt: skip
+    config = load_config(overrides=overrides, n=2, run_id=f"command-{uuid.uuid4().hex[:8]}")
+    result = run_batch(tasks, config, factories=Factories(model=model, server=FakeService))
+    store = RunStore(result.path)
+    rollouts = store.rollouts()
+    grade = store.verdicts("grade")
+    assert sorted(rollouts) == [f"demo-migrate-dateparse/{i}" for i in range(2)]
+    for rid, r in rollouts.items():
+        assert (r.status, r.exit_status, r.steps, r.usage.calls) == ("submitted", "Submitted", 1, 1)
+        assert r.usage.prompt_tokens > 0 and grade[rid].status == "pass"
+        messages = store.trajectory(rid)
+        assert [m["extra"]["kind"] for m in messages if m["role"] != "assistant"] == ["instance", "program_exit"]
+        assert messages[-1]["extra"]["exit_code"] == 0
