@@ -149,6 +149,23 @@ AGENT_DIR_INSIDE = "/agentbon/agent"
 """Where a Docker sandbox sees ``sandbox.agent_dir`` (read-only)."""
 
 
+CHANNEL_PREFIX = "agentbon-ch-"
+
+
+def channel_folder(mounts: list[dict[str, str]] | None) -> Path | None:
+    """The host folder of a Docker sandbox's channel among its mounts (as the engine lists them), or None: only a
+    folder ``Channel.make`` names (directly in the temp directory, with its prefix), never another mount's source."""
+    for mount in mounts or ():
+        source = Path(mount.get("Source") or "/")
+        if (
+            mount.get("Destination") == CHANNEL_INSIDE
+            and source.name.startswith(CHANNEL_PREFIX)
+            and source.parent == Path(tempfile.gettempdir())
+        ):
+            return source
+    return None
+
+
 class Channel:
     """A sandbox's own host folder, shared with the sandbox (``sandbox.channel``): a rollout's model proxy listens on
     a Unix socket in it, the sandbox connects to that socket at ``inside`` (its only way out without a network)."""
@@ -160,7 +177,7 @@ class Channel:
     def make(cls, inside: str | None = None) -> Channel:
         """A fresh folder under the temp directory (short: a socket's path has at most 107 bytes); ``inside``: its
         path in the sandbox (None: the same as on the host)."""
-        host = tempfile.mkdtemp(prefix="agentbon-ch-")
+        host = tempfile.mkdtemp(prefix=CHANNEL_PREFIX)
         os.chmod(host, 0o711)  # the sandbox's user, another uid, must reach the socket; nobody may list the folder
         return cls(host, inside or host)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -11,7 +12,7 @@ import docker
 import requests
 
 from agentbon.errors import EngineUnavailable, SandboxGone
-from agentbon.sandbox.common import label_filters
+from agentbon.sandbox.common import channel_folder, label_filters
 
 ENGINE_HINT = "start dockerd (.ci/setup-docker.sh does), or run with -c sandbox.backend=process (weaker isolation)"
 
@@ -47,7 +48,10 @@ def gone_or_raise(error: docker.errors.APIError, what: str) -> SandboxGone:
 
 
 def reap_containers(client: docker.DockerClient, labels: dict[str, str] | None = None) -> int:
-    """Remove (force) every agentbon container carrying the labels; return how many went."""
+    """Remove (force) every agentbon container carrying the labels, and its channel folder; return how many went.
+
+    A sandbox removes its own channel folder when it closes; a container removed here (a warm one nobody took, a
+    dead unit's) never closed, so its folder goes with it."""
     removed = 0
     with engine_errors("reap"):
         # The list call's own summaries, not ``containers.list()``: that inspects each container after listing, and
@@ -56,6 +60,9 @@ def reap_containers(client: docker.DockerClient, labels: dict[str, str] | None =
             try:
                 client.api.remove_container(summary["Id"], force=True, v=True)
                 removed += 1
+                folder = channel_folder(summary.get("Mounts"))
+                if folder is not None:
+                    shutil.rmtree(folder, ignore_errors=True)
             except docker.errors.NotFound:
                 continue  # removed by someone else meanwhile
             except docker.errors.APIError as e:

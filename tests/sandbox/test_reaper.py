@@ -71,3 +71,33 @@ def test_reap_function_covers_both_backends(backend, tiny_task, engine, tmp_path
     backend.open(tiny_task, {"run_id": run_id})
     ProcessBackend(SandboxConfig(backend="process"), cache_dir=tmp_path).open(tiny_task, {"run_id": run_id})
     assert reap({"run_id": run_id}) == 2
+
+
+def test_a_reaped_sandbox_takes_its_channel_folder_with_it(sandbox_config, tiny_task, engine):
+    """A sandbox that never closed (a warm one nobody took, a dead unit's) leaves no channel folder behind; another
+    mount's folder is never removed."""
+    from pathlib import Path
+
+    from agentbon.sandbox import DockerBackend
+
+    backend = DockerBackend(sandbox_config.model_copy(update={"channel": True}), engine)
+    run = _run_id()
+    sandbox = backend.open(tiny_task, {"run_id": run, "rollout_id": "tiny/0"})
+    folder = Path(sandbox.channel.host)
+    assert folder.is_dir()
+    assert backend.reap({"run_id": run}) == 1
+    assert not folder.exists() and _count(engine, run) == 0
+
+
+def test_only_a_channel_folder_is_taken_for_one():
+    import tempfile
+
+    from agentbon.sandbox.common import AGENT_DIR_INSIDE, CHANNEL_INSIDE, channel_folder
+
+    tmp = tempfile.gettempdir()
+    ours = {"Source": f"{tmp}/agentbon-ch-x1", "Destination": CHANNEL_INSIDE}
+    assert str(channel_folder([{"Source": "/work/agent", "Destination": AGENT_DIR_INSIDE}, ours])) == ours["Source"]
+    assert channel_folder([{"Source": "/home/me/project", "Destination": CHANNEL_INSIDE}]) is None  # not ours
+    assert channel_folder([{"Source": f"{tmp}/agentbon-ch-x1", "Destination": AGENT_DIR_INSIDE}]) is None
+    assert channel_folder([{"Source": f"{tmp}/deep/agentbon-ch-x1", "Destination": CHANNEL_INSIDE}]) is None
+    assert channel_folder(None) is None
