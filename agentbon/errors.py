@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+EXIT_OK, EXIT_INPUT, EXIT_INFRA_LEFT, EXIT_INTERRUPTED = 0, 2, 3, 130
+"""Exit codes of ``run`` and ``eval`` (docs/failure-taxonomy.md)."""
+
 
 class AgentbonError(Exception):
     """Root of every error agentbon raises."""

@@ -9,10 +9,10 @@ from typing import Annotated, Any
 
 import typer
 
+from agentbon.errors import EXIT_INFRA_LEFT, EXIT_INPUT, EXIT_INTERRUPTED
+
 CLUSTER, CONFIG, OUTPUT = "Cluster", "Config", "Output"
 """Help panels."""
-EXIT_OK, EXIT_INPUT, EXIT_INFRA_LEFT, EXIT_INTERRUPTED = 0, 2, 3, 130
-"""Exit codes of ``run`` and ``eval`` (docs/failure-taxonomy.md)."""
 
 ConfigFiles = Annotated[
     list[Path] | None, typer.Option("-f", "--config", help="YAML config file (repeatable; later wins).", rich_help_panel=CONFIG)

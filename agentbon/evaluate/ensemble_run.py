@@ -21,7 +21,7 @@ from agentbon.config import RunConfig, SelectConfig
 from agentbon.errors import ConfigError
 from agentbon.evaluate.ensemble import Ensemble, Slot, System, build_ensemble, ensemble_run_id
 from agentbon.evaluate.report import REPORT, EvalReport, build_eval_report
-from agentbon.evaluate.run import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NOT_GRADED, EXIT_OK, eval_config, refuse_inert
+from agentbon.evaluate.run import eval_config, exit_code, refuse_inert
 from agentbon.evaluate.seed import EXIT_STATUS, held_otherwise, prediction_rollout, unfinished
 from agentbon.evaluate.service import eval_factories
 from agentbon.files import write_atomic
@@ -145,14 +145,10 @@ class EnsembleResult:
 
     @property
     def exit_code(self) -> int:
-        """130 interrupted; 3 something not graded or selected (infrastructure: run again); 2 predictions for tasks
-        that did not load (left out); else 0."""
-        if self.interrupted:
-            return EXIT_INTERRUPTED
-        batch = self.batch
-        if any(s.report.retry_ids for s in self.systems) or (batch is not None and (batch.aborted or batch.infra_left.total)):
-            return EXIT_NOT_GRADED
-        return EXIT_INPUT if any(self.ensemble.unloaded) else EXIT_OK
+        """``exit_code`` of what was not graded or selected (infrastructure: run again) and of predictions for tasks
+        that did not load (left out)."""
+        left = any(s.report.retry_ids for s in self.systems) or bool(self.batch and self.batch.infra_left.total)
+        return exit_code(self.batch, left, any(self.ensemble.unloaded))
 
 
 def evaluate_ensemble(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentbon.config import RunConfig
+from agentbon.errors import EXIT_INFRA_LEFT, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from agentbon.evaluate.match import Matched, match
 from agentbon.evaluate.predictions import InputError, read_predictions
 from agentbon.evaluate.report import REPORT, EvalReport, build_eval_report
@@ -21,8 +22,6 @@ from agentbon.evaluate.seed import Seeder, conflicts, unfinished
 from agentbon.evaluate.service import eval_factories
 from agentbon.store import RunStore
 from agentbon.types import Task, TaskLoadError, patch_hash
-
-EXIT_OK, EXIT_INPUT, EXIT_NOT_GRADED, EXIT_INTERRUPTED = 0, 2, 3, 130
 
 
 @dataclass
@@ -45,14 +44,20 @@ class EvalResult:
 
     @property
     def exit_code(self) -> int:
-        """130 interrupted; 3 some predictions not graded (infra: run again); 2 bad input entries or predictions
-        for tasks that did not load; else 0 (error instances the harness would also call errors included)."""
-        if self.interrupted:
-            return EXIT_INTERRUPTED
-        if self.report.retry_ids or (self.batch is not None and self.batch.aborted):
-            return EXIT_NOT_GRADED
+        """``exit_code`` of what was not graded (infra: run again) and of bad input entries or predictions for tasks
+        that did not load (error instances the harness would also call errors are graded)."""
         unloaded = any(e.error == "task_not_loaded" for e in self.report.instances.values())
-        return EXIT_INPUT if self.input_errors or unloaded else EXIT_OK
+        return exit_code(self.batch, bool(self.report.retry_ids), bool(self.input_errors) or unloaded)
+
+
+def exit_code(batch: Any, not_graded: bool, bad_input: bool) -> int:
+    """130 the batch was interrupted; 3 something not graded (infrastructure: run again) or the batch stopped; 2 bad
+    input; else 0."""
+    if batch is not None and batch.interrupted:
+        return EXIT_INTERRUPTED
+    if not_graded or (batch is not None and batch.aborted):
+        return EXIT_INFRA_LEFT
+    return EXIT_INPUT if bad_input else EXIT_OK
 
 
 HARNESS_TEST_TIMEOUT_S = 1800.0
