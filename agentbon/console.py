@@ -9,6 +9,7 @@ of a log (or ``grep``) expects. The live display stays for terminals (``progress
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -23,3 +24,13 @@ def make_console(**options: Any) -> Console:
     if console.is_terminal or "width" in options or os.environ.get("COLUMNS"):
         return console
     return Console(width=LOG_WIDTH, **options)
+
+
+def say(console: Console, text: str) -> None:
+    """Print ``text`` as it is: no markup or highlighting read into it, not wrapped (paths and ids stay whole)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def listed(items: Sequence[str], most: int) -> str:
+    """The first ``most`` of ``items``, and how many more there are (``a, b and 3 more``)."""
+    return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")

@@ -43,6 +43,7 @@ from agentbon.author.batch import gives_away
 from agentbon.author.detect import Detected, detect
 from agentbon.author.imports import lean_files
 from agentbon.author.outcomes import PLUGIN
+from agentbon.console import listed
 from agentbon.diffs import is_test_path
 from agentbon.errors import AgentbonError, TaskError
 from agentbon.types import Environment, RepoSource, Task, TestSet
@@ -99,8 +100,7 @@ def _repo(source: str, tmp: Path) -> Any:
 def searched_refs(repo: Any) -> str:
     """The refs a commit was looked up among, for the message that says it is missing."""
     refs = [r for r in str(repo.git.for_each_ref("--format=%(refname:short)")).splitlines() if r]
-    shown = ", ".join(refs[:8]) + (f" and {len(refs) - 8} more" if len(refs) > 8 else "")
-    return f"searched all objects and {len(refs)} refs ({shown})" if refs else "the repository has no refs"
+    return f"searched all objects and {len(refs)} refs ({listed(refs, 8)})" if refs else "the repository has no refs"
 
 
 def split_fix(repo: Any, source: str, fix_ref: str) -> tuple[str, str, str, str, str]:

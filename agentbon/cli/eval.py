@@ -28,8 +28,10 @@ from agentbon.cli.options import (
     exit_codes,
     load_suite_and_errors_or_exit,
 )
+from agentbon.console import listed, say
 
 _INPUT, _CLUSTER, _CONFIG, _OUT = "Input", "Cluster", "Config", "Output"
+INTERRUPTED = "interrupted: run the same command to resume"
 
 
 def make_factories() -> Any:
@@ -116,7 +118,7 @@ def eval_command(
             unloaded=unloaded_tasks(load_errors, tasks),
         )
     print_report(result.report, console)
-    console.print(f"report: {result.report_path}", markup=False, highlight=False, soft_wrap=True)
+    say(console, f"report: {result.report_path}")
     _explain(console, result)
     raise typer.Exit(result.exit_code)
 
@@ -138,37 +140,27 @@ def _ensemble(
         from agentbon.report.terminal import print_summary
 
         print_summary(result.summary, console)
-        console.print(f"reports: {result.path / 'report.md'}, {result.path / 'report.html'}", markup=False,
-                      highlight=False, soft_wrap=True)  # fmt: skip
+        say(console, f"reports: {result.path / 'report.md'}, {result.path / 'report.html'}")
     if result.interrupted:
-        console.print("interrupted: run the same command to resume", markup=False, highlight=False, soft_wrap=True)
+        say(console, INTERRUPTED)
     elif result.exit_code == 3:
-        console.print("some rollouts not graded or selected (infrastructure): run the same command to retry them "
-                      "(exit 3)", markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        say(console, "some rollouts not graded or selected (infrastructure): run the same command to retry them (exit 3)")
     raise typer.Exit(result.exit_code)
 
 
 def _explain(console: Any, result: Any) -> None:
     """Say why the exit code is not 0, naming what was not graded."""
     if result.interrupted:
-        console.print("interrupted: run the same command to resume", markup=False, highlight=False, soft_wrap=True)
-        return
+        return say(console, INTERRUPTED)
     if result.batch is not None and result.batch.aborted:
-        console.print(f"run stopped: {result.batch.aborted}", markup=False, highlight=False, soft_wrap=True)
-    not_graded = result.report.retry_ids
+        say(console, f"run stopped: {result.batch.aborted}")
+    not_graded, n = result.report.retry_ids, len(result.input_errors)
     if not_graded:
-        shown = ", ".join(not_graded[:20]) + (f" and {len(not_graded) - 20} more" if len(not_graded) > 20 else "")
-        console.print(
-            f"{len(not_graded)} prediction(s) not graded: {shown}; run the same command to retry them (exit 3)",
-            markup=False, highlight=False, soft_wrap=True,
-        )
+        say(console, f"{len(not_graded)} prediction(s) not graded: {listed(not_graded, 20)}; run the same command to "
+                     "retry them (exit 3)")  # fmt: skip
     elif result.exit_code == 2:
-        console.print(
-            f"{len(result.input_errors)} entr{'y' if len(result.input_errors) == 1 else 'ies'} of the predictions "
-            "file not graded (input errors above), or predictions for tasks that did not load (task errors); "
-            "everything else was graded (exit 2)",
-            markup=False, highlight=False, soft_wrap=True,
-        )
+        say(console, f"{n} entr{'y' if n == 1 else 'ies'} of the predictions file not graded (input errors above), or "
+                     "predictions for tasks that did not load (task errors); everything else was graded (exit 2)")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

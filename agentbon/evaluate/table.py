@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from agentbon.console import listed, say
+
 if TYPE_CHECKING:
     from agentbon.evaluate.report import EvalReport, InstanceResult
 
@@ -28,10 +30,6 @@ def _flags(entry: InstanceResult) -> str:
     return "; ".join(flags)
 
 
-def _say(console: Console, text: str) -> None:
-    console.print(text, markup=False, highlight=False, soft_wrap=True)
-
-
 def print_report(report: EvalReport, console: Console) -> None:
     """Per-instance rows (up to ``SHOWN``), the input errors and the harness-style counts."""
     instances = report.instances
@@ -48,15 +46,14 @@ def print_report(report: EvalReport, console: Console) -> None:
             console.file.write(f"{tid}\t{e.outcome}\t{_flags(e)}\t{e.reason[:160]}\n")
         console.file.flush()
     if len(instances) > SHOWN:
-        _say(console, f"... and {len(instances) - SHOWN} more instances (see eval_report.json)")
+        say(console, f"... and {len(instances) - SHOWN} more instances (see eval_report.json)")
     for error in report.input_errors:
-        _say(console, f"input error: {error}")
+        say(console, f"input error: {error}")
     for kind, ids in report.flagged_ids.items():  # one line per flag kind, when any
-        shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
-        _say(console, f"flagged {kind}: {len(ids)} instance{'s' * (len(ids) != 1)} ({shown})")
+        say(console, f"flagged {kind}: {len(ids)} instance{'s' * (len(ids) != 1)} ({listed(ids, 10)})")
     n = report.submitted_instances
     share = f" ({100 * report.resolved_instances / n:.1f}%)" if n else ""
-    _say(
+    say(
         console,
         f"submitted {n}, completed {report.completed_instances}, resolved {report.resolved_instances}{share}, "
         f"unresolved {report.unresolved_instances}, empty patch {report.empty_patch_instances}, "
@@ -72,15 +69,14 @@ def print_systems(result: Any, console: Console) -> None:
         total = r.total_instances
         share = f" ({100 * r.resolved_instances / total:.1f}% of {total})" if total else ""
         sample = f" sample {s.sample}" if s.system.width > 1 else ""
-        _say(console, f"rollout {s.index}: {s.system.name}{sample}: resolved {r.resolved_instances}{share}, "
+        say(console, f"rollout {s.index}: {s.system.name}{sample}: resolved {r.resolved_instances}{share}, "
                       f"submitted {r.submitted_instances}, empty patch {r.empty_patch_instances}, errors "
                       f"{r.error_instances} ({s.path.relative_to(result.path)})")  # fmt: skip
     if ensemble.not_predicted:
         ids = ensemble.not_predicted
-        shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
-        _say(console, f"not in the run: {len(ids)} task(s) of the suite no system predicted ({shown})")
+        say(console, f"not in the run: {len(ids)} task(s) of the suite no system predicted ({listed(ids, 10)})")
     unloaded = sorted({tid for per_system in ensemble.unloaded for tid in per_system})
     if unloaded:
-        _say(console, f"left out: predictions for {len(unloaded)} task(s) that did not load ({', '.join(unloaded[:10])})")
+        say(console, f"left out: predictions for {len(unloaded)} task(s) that did not load ({', '.join(unloaded[:10])})")
     n, tasks = ensemble.n, len(ensemble.slots)
-    _say(console, f"ensemble: {len(ensemble.systems)} system(s), N = {n} rollouts per task, {tasks} task(s)")
+    say(console, f"ensemble: {len(ensemble.systems)} system(s), N = {n} rollouts per task, {tasks} task(s)")

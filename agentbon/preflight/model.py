@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from agentbon.config import ModelConfig
+from agentbon.console import listed
 from agentbon.errors import ConfigError, EndpointMisconfigured, InfraError, MissingExtra
 from agentbon.preflight.base import Context, Problem
 
@@ -176,7 +177,7 @@ def check_harness(ctx: Context) -> list[Problem]:
     )
     if not harnessed or not ctx.real("verifier") or importlib.util.find_spec("swebench") is not None:
         return []
-    named = ", ".join(harnessed[:5]) + (f" and {len(harnessed) - 5} more" if len(harnessed) > 5 else "")
+    named = listed(harnessed, 5)
     return [
         Problem(
             check="harness",
