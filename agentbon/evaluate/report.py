@@ -81,10 +81,9 @@ NOT_GRADED = "not graded (interrupted or stopped before its verification)"
 
 
 def instance_results(
-    store: RunStore, matched: Matched, unloaded: dict[str, str] | None = None
+    grades: dict[str, Verdict], matched: Matched, unloaded: dict[str, str] | None = None
 ) -> dict[str, InstanceResult]:
-    """Every submitted instance's result, by id, read from the store's grade verdicts."""
-    grades = store.verdicts("grade") if store.path.exists() else {}
+    """Every submitted instance's result, by id, read from the run's grade verdicts (by rollout id)."""
     out: dict[str, InstanceResult] = {}
     for tid, p in sorted(matched.submitted.items()):
         if tid in matched.empty:
@@ -209,8 +208,8 @@ def build_eval_report(
 
     ``unloaded``: the suite's records that did not load (id → why): part of the dataset, as for the harness.
     """
-    results = instance_results(store, matched, unloaded)
     grades = store.verdicts("grade") if store.path.exists() else {}
+    results = instance_results(grades, matched, unloaded)
     triaged = triage(results, grades)
     tiers = {tier: sorted(t for t, (_, tr) in triaged.items() if tr == tier) for tier in ("environment", "ambiguous")}
     dataset = {t.task_id for t in tasks} | set(unloaded or {})
