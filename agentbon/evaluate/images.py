@@ -192,24 +192,24 @@ class Getter:
         except Exception as e:  # noqa: BLE001 - the harness's checks, a clone, a Dockerfile step: all say why
             return Got(need.ref, ids, "missing", f"{why}; building it from {task_repo} failed: {_one_line(e)}")
         local = built[0]
-        if not self._has(need.ref) and self._has(local):
-            repo, _, tag = need.ref.rpartition(":")
-            self.client.images.get(local).tag(repo, tag)
-        if self._has(need.ref):
+        if self._tagged(local, need.ref):
             return Got(need.ref, ids, "built", f"from the harness's image spec in {task_repo} (classic builder)")
         return Got(need.ref, ids, "missing", f"{why}; the build from {task_repo} made {local}, not {need.ref}")
 
     def _harness(self, need: Need, ids: list[str], command: list[str], why: str) -> Got:
         self.say(f"building {need.ref} with the SWE-bench harness")
         done = subprocess.run(command, capture_output=True, text=True, timeout=HARNESS_TIMEOUT_S)
-        local = harness_image(need.tasks[0].task_id)
-        if not self._has(need.ref) and self._has(local):
-            repo, _, tag = need.ref.rpartition(":")
-            self.client.images.get(local).tag(repo, tag)
-        if self._has(need.ref):
+        if self._tagged(harness_image(need.tasks[0].task_id), need.ref):
             return Got(need.ref, ids, "built", "by the SWE-bench harness")
         tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
         return Got(need.ref, ids, "missing", f"{why}; the harness's build failed (exit {done.returncode}): {' | '.join(tail)}")
+
+    def _tagged(self, local: str, ref: str) -> bool:
+        """Whether the engine has ``ref``, once ``local`` (the name a build gave it) is tagged as it where needed."""
+        if not self._has(ref) and self._has(local):
+            repo, _, tag = ref.rpartition(":")
+            self.client.images.get(local).tag(repo, tag)
+        return self._has(ref)
 
     def _recipe(self, need: Need) -> Got:
         from agentbon.errors import AgentbonError
