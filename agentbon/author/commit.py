@@ -5,8 +5,9 @@ Steps, each of which can refuse with a ``TaskError`` naming the repository and t
 1. **read**: the repository (a local path, or a git URL cloned into a temporary mirror); the fix commit; its first
    parent is the base (for a pull request's merge commit, the target branch before the merge, so the diff is
    the pull request's);
-2. **split**: the fix's diff into test files (under a ``test``/``tests``/``testing`` folder, ``test_*.py``,
-   ``*_test.py``, ``conftest.py``) and the rest, the code fix. Refused when either side is empty;
+2. **split**: the fix's diff into test files (those the guard protects, ``diffs.test_file_kind``: under a
+   ``test``/``tests``/``testing``/``e2e`` folder, ``test_*.py``, ``*_test.py``, ``conftest.py``) and the rest, the
+   code fix. Refused when either side is empty;
 3. **bundle**: ``repo.bundle`` with the history up to the base commit and nothing after it (the fix never
    enters the task folder except as ``gold.patch``);
 4. **tests**: in two fresh sandboxes of the task's image, the repository's whole pytest suite at the base with
