@@ -255,7 +255,8 @@ class ModelConfig(Section):
     thread per core on machines with more than 4 cores, one unbound thread on 4 or fewer, where the sandboxes share
     the cores and bound threads stall each other (docs/models.md). N: N unbound threads."""
     ctx: int = Field(default=8192, ge=1)
-    """Context length for a local server."""
+    """Context length for a local server; the edit agent fits its first prompt in it (less ``max_tokens`` and the
+    reply's continuations), with any model."""
     logprobs: bool = False
     """A local llama.cpp server answers logprobs requests: it then keeps the logits of every position (ctx x
     vocabulary x 4 bytes, 4.6 GiB for the embedded model at 8192). A run whose selectors ask the LLM judge
@@ -341,6 +342,9 @@ class AgentConfig(Section):
     while those repairs were half of all model calls)."""
     max_context_files: int = Field(default=6, ge=1)
     """Edit agent: how many repository files are shown."""
+    continuations: int = Field(default=2, ge=0)
+    """Edit agent: a reply cut at ``model.max_tokens`` is continued up to this many times (each a model call, counted
+    against the limits) and the pieces read as one reply; 0 reads a cut reply as it is."""
     show_hints: bool = False
     command_timeout_s: float = Field(default=60.0, gt=0)
     """Bash agent: timeout of one command; a command that runs past it is reported to the model, not fatal."""

@@ -118,7 +118,7 @@ RULES: tuple[Rule, ...] = (
     Rule(("sandbox.disk_check_s",), lambda m: m.config.sandbox.disk_limit is None, "without sandbox.disk_limit"),
     Rule(("sandbox.cap_add",), lambda m: not m.config.sandbox.drop_capabilities,
          "with sandbox.drop_capabilities off (every capability is kept)"),
-    Rule(("agent.max_context_files", "agent.max_file_lines", "agent.context_lines"),
+    Rule(("agent.max_context_files", "agent.max_file_lines", "agent.context_lines", "agent.continuations"),
          lambda m: m.config.agent.type != "edit", "with agent.type=bash, mini or command (they are the edit agent's)"),
     Rule(("agent.command_timeout_s",), lambda m: m.config.agent.type in ("edit", "command"),
          "with agent.type=edit or command (it is the bash and mini agents')"),

@@ -107,6 +107,8 @@ class AgentResult(BaseModel):
     exit_status: str
     steps: int = 0
     malformed: int = 0
+    unusable: str | None = None
+    """An ``UnusableCause``: the rollout ended on a reply the agent could not use (None otherwise)."""
     usage: Usage = Field(default_factory=Usage)
     model_s: float = 0.0
 

@@ -283,6 +283,18 @@ RolloutStatus = Literal[
 ]
 
 
+UnusableCause = Literal[
+    "cut_off",  # the reply stopped at max_tokens (after the continuations the agent asks for)
+    "no_edit_blocks",  # an edit reply with neither edit blocks nor code blocks with definitions
+    "malformed_block",  # edit blocks that could not be read (a missing separator or REPLACE line, no path)
+    "unknown_file",  # an edit naming no file of the repository (or several)
+    "search_not_found",  # a SEARCH text that is not in the file
+    "not_applied",  # edits read and located but refused otherwise (an existing file to create, code that breaks)
+    "no_command",  # a bash or mini reply without exactly one command
+]
+"""Why a rollout ended on a reply its agent could not use (``Rollout.unusable``; docs/agents.md, "Unusable replies")."""
+
+
 class Timings(Record):
     started_at: float = Field(default_factory=time.time)
     wall_s: float = 0.0
@@ -314,6 +326,8 @@ class SandboxUse(Record):
 class Rollout(Record):
     """What one rollout produced."""
 
+    version: int = 2
+    """2: ``unusable``."""
     run_id: str
     task_id: str
     index: int
@@ -326,6 +340,9 @@ class Rollout(Record):
     steps: int = 0
     malformed: int = 0
     """Malformed model replies fed back to the model."""
+    unusable: UnusableCause | None = None
+    """The rollout ended (without submitting) on a reply its agent could not use: why. None when it did not, and in
+    records of version 1, written before it was recorded."""
     usage: Usage = Field(default_factory=Usage)
     timings: Timings = Field(default_factory=Timings)
     error: str | None = None

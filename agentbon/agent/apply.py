@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentbon.agent.blocks import EditBlock, apply_block
+from agentbon.agent.blocks import EditBlock, apply_block, split
 from agentbon.agent.definitions import Snippet, parse_code, replace_definitions
 from agentbon.agent.paths import new_file_path, resolve_path, suggestions
 from agentbon.protocols import Sandbox
@@ -30,6 +30,9 @@ class Outcome:
     applied: bool
     how: str
     """``exact``, ``whitespace``, ``created`` or ``definitions: <names>`` when applied; the reason when not."""
+    cause: str = ""
+    """Why not, as an ``UnusableCause`` (``unknown_file``, ``search_not_found``, ``malformed_block``,
+    ``not_applied``); "" when applied."""
 
 
 class _Files:
@@ -61,6 +64,9 @@ def _outside(path: str) -> bool:
 
 
 def _missing(path: str, tracked: set[str]) -> str:
+    several = sorted(f for f in tracked if f.endswith("/" + path.lstrip("./")))
+    if len(several) > 1:
+        return f"{path} could be any of {', '.join(several[:5])}: give the file's path from the repository's root"
     near = suggestions(path, tracked)
     return f"no such file in the repository: {path}" + (f" (did you mean {', '.join(near)}?)" if near else "")
 
@@ -88,7 +94,12 @@ def _fits(files: _Files, paths: Sequence[str], block: EditBlock) -> list[str]:
     found = []
     for path in paths:
         try:
-            apply_block(files.read(path), EditBlock(path, block.search, block.replace))
+            text = files.read(path)
+            if block.unsplit:
+                if split(text, block)[0] is not None:
+                    found.append(path)
+                continue
+            apply_block(text, EditBlock(path, block.search, block.replace))
             found.append(path)
         except ValueError:
             continue
@@ -103,13 +114,13 @@ def apply_edits(
     outcomes: list[Outcome] = []
     for block in blocks:
         if block.path and _outside(block.path):
-            outcomes.append(Outcome(block.path, False, "the path is outside the repository"))
+            outcomes.append(Outcome(block.path, False, "the path is outside the repository", "unknown_file"))
             continue
-        if not block.search.strip():  # a new file: its path as written, less a copied placeholder prefix
+        if not block.search.strip() and not block.unsplit:  # a new file: its path as written, less a placeholder
             path = new_file_path(posixpath.normpath(block.path)) if block.path else ""
             if not path or path in tracked or path in files.texts:
                 reason = "SEARCH is empty but {} exists; copy the lines to change".format(path or "no file path")
-                outcomes.append(Outcome(path, False, reason))
+                outcomes.append(Outcome(path, False, reason, "not_applied"))
                 continue
             files.texts[path] = block.replace
             outcomes.append(Outcome(path, True, "created"))
@@ -123,14 +134,20 @@ def apply_edits(
                 reason = _missing(block.path, tracked) if block.path else "no file path above <<<<<<< SEARCH"
                 if not block.path and fits:
                     reason += f" and the SEARCH text is in several files: {', '.join(fits)}"
-                outcomes.append(Outcome(block.path, False, reason))
+                outcomes.append(Outcome(block.path, False, reason, "unknown_file"))
                 continue
             path = fits[0]
         try:
             text = files.read(path)
         except ValueError as e:
-            outcomes.append(Outcome(path, False, str(e)))
+            outcomes.append(Outcome(path, False, str(e), "unknown_file"))
             continue
+        if block.unsplit:
+            halves, why = split(text, EditBlock(path, block.search, "", block.line, unsplit=True))
+            if halves is None:
+                outcomes.append(Outcome(path, False, why, "malformed_block"))
+                continue
+            block = halves
         block = EditBlock(path, block.search, block.replace)
         try:
             files.texts[path], how = apply_block(text, block)
@@ -141,7 +158,7 @@ def apply_edits(
                 files.texts[path] = whole[0]
                 outcomes.append(Outcome(path, True, whole[1]))
             else:
-                outcomes.append(Outcome(path, False, str(e)))
+                outcomes.append(Outcome(path, False, str(e), "search_not_found"))
     files.write_changed(outcomes)
     return outcomes
 
@@ -171,7 +188,9 @@ def apply_snippets(
         except SyntaxError as e:
             cut = " (the code block was cut off)" if snippet.cut else ""
             outcomes.append(
-                Outcome(named or "", False, f"the code block does not parse: line {e.lineno}: {e.msg}{cut}")
+                Outcome(
+                    named or "", False, f"the code block does not parse: line {e.lineno}: {e.msg}{cut}", "not_applied"
+                )
             )
             continue
         names = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
@@ -190,17 +209,24 @@ def apply_snippets(
             if best == 0 or len(top) != 1:
                 where = "no shown file defines" if best == 0 else f"{', '.join(top)} all define"
                 outcomes.append(
-                    Outcome("", False, f"a code block with {', '.join(names)} but no file path, and {where} them")
+                    Outcome(
+                        "",
+                        False,
+                        f"a code block with {', '.join(names)} but no file path, and {where} them",
+                        "unknown_file",
+                    )
                 )
                 continue
             target = top[0]
         if not target.endswith(".py"):
-            outcomes.append(Outcome(target, False, "code blocks replace definitions in Python files only"))
+            outcomes.append(
+                Outcome(target, False, "code blocks replace definitions in Python files only", "not_applied")
+            )
             continue
         try:
             files.texts[target], changed = replace_definitions(files.read(target), snippet.code, append_new=bool(named))
             outcomes.append(Outcome(target, True, "definitions: " + ", ".join(changed)))
         except ValueError as e:
-            outcomes.append(Outcome(target, False, str(e)))
+            outcomes.append(Outcome(target, False, str(e), "not_applied"))
     files.write_changed(outcomes)
     return outcomes

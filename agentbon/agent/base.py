@@ -67,6 +67,9 @@ class Conversation:
         self.started = time.monotonic()
         self.cut_off = False
         """True when the last reply stopped at ``max_tokens`` (the feedback says so)."""
+        self.unusable: str | None = None
+        """Why the last reply could not be used (an ``UnusableCause``); None after a usable one. A rollout that ends
+        without submitting keeps it (``Rollout.unusable``)."""
 
     def add(self, role: str, content: str, **extra: Any) -> dict[str, Any]:
         """Append a message; ``extra`` records what the chat format has no place for."""
@@ -111,6 +114,7 @@ class Conversation:
         self.model_s += latency
         self.usage = self.usage + response.usage
         self.cut_off = response.finish_reason == "length"
+        self.unusable = None
         u = response.usage
         return response, {
             "step": self.steps,
@@ -131,6 +135,30 @@ class Conversation:
         self.add("assistant", response.content, **{k: v for k, v in extra.items() if k not in ("step", "elapsed_s")})
         return response.content
 
+    def query_whole(self, model: Model, continuations: int, request: str) -> str:
+        """``query``, and while the reply stops at ``max_tokens``, ask up to ``continuations`` times for the rest of it
+        (the reply so far as the assistant's turn, then ``request``); the pieces joined into one reply.
+
+        Each continuation is a model call like any (limits checked first, counted, seeded, its usage summed) and is
+        in the trajectory as the model saw it: the request (``kind: continue``), then the piece, whose ``extra``
+        holds ``continuation`` (1, 2, ...). ``cut_off`` stays True when the last piece was cut too. A limit that
+        leaves no room for a continuation ends the continuing, not the reply: what came is read, and the next call
+        meets the limit.
+        """
+        reply = self.query(model)
+        for n in range(1, continuations + 1):
+            if not self.cut_off:
+                break
+            try:
+                self.check_limits()
+            except LimitsExceeded:
+                break
+            self.add("user", request, kind="continue", continuation=n)
+            piece = self.query(model)
+            self.messages[-1]["extra"]["continuation"] = n
+            reply = join_pieces(reply, piece)
+        return reply
+
     def result(self, status: str, exit_status: str, message: str = "") -> AgentResult:
         """The ``AgentResult``; the last message's ``extra`` records how the rollout ended."""
         if self.messages:
@@ -141,6 +169,7 @@ class Conversation:
             exit_status=exit_status,
             steps=self.steps,
             malformed=self.malformed,
+            unusable=self.unusable if status != "submitted" else None,
             usage=self.usage,
             model_s=round(self.model_s, 4),
         )
@@ -149,6 +178,26 @@ class Conversation:
         """Hang the trajectory so far on an escaping error (``error.agent_result``) for the rollout boundary."""
         status = "infra_error" if isinstance(error, InfraError) else "agent_error"
         error.agent_result = self.result(status, type(error).__name__, str(error))  # type: ignore[attr-defined]
+
+
+def join_pieces(head: str, tail: str, min_overlap: int = 12) -> str:
+    """A reply cut at ``max_tokens`` (``head``) joined with its continuation (``tail``).
+
+    A continuation that starts by repeating the end of ``head`` (its last, cut line from the start, or more) has the
+    repeat dropped: the longest end of ``head`` that ``tail`` starts with, at least ``min_overlap`` characters or
+    the whole cut line. A code fence that ``tail`` opens first while ``head`` is inside an open fence is dropped.
+    """
+    if not head.endswith("\n") and tail.startswith("\n"):
+        tail = tail[1:]
+    first, _, rest = tail.partition("\n")
+    fences = sum(1 for line in head.split("\n") if line.lstrip().startswith("```"))
+    if first.lstrip().startswith("```") and fences % 2 == 1 and rest:
+        tail = rest
+    cut_line = head[head.rfind("\n") + 1 :]
+    for size in range(min(len(head), len(tail)), 0, -1):
+        if (size >= min_overlap or size == len(cut_line)) and head.endswith(tail[:size]):
+            return head + tail[size:]
+    return head + tail
 
 
 def partial_result(error: BaseException) -> AgentResult | None:

@@ -71,7 +71,8 @@ class BashAgent:
                     self.step(conv, sandbox, model)
                 except FormatError as e:
                     conv.malformed += 1
-                    conv.add("user", str(e), kind="format_error", malformed=conv.malformed)
+                    conv.unusable = "cut_off" if conv.cut_off else "no_command"
+                    conv.add("user", str(e), kind="format_error", malformed=conv.malformed, cause=conv.unusable)
                     if conv.malformed >= self.config.malformed_cap():
                         raise
         except AgentExit as e:

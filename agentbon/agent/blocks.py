@@ -33,6 +33,8 @@ class EditBlock:
     replace: str
     line: str = field(default="", compare=False)
     """The raw line the path was read from (prose, markdown), for resolving it against the repository."""
+    unsplit: bool = field(default=False, compare=False)
+    """The block has no ``=======`` line: ``search`` holds its whole body, split where the file says (``split``)."""
 
 
 class BlockSyntaxError(ValueError):
@@ -47,6 +49,8 @@ class ParsedReply:
     """One line per block that is not well formed."""
     cut: bool = False
     """The last block runs to the end of the reply (it was cut off)."""
+    unsplit: list[EditBlock] = field(default_factory=list)
+    """Blocks with ``>>>>>>> REPLACE`` but no ``=======`` line (``EditBlock.unsplit``), for ``split`` to read."""
 
 
 def clean_path(line: str, workdir: str = "") -> str:
@@ -101,6 +105,14 @@ def parse_reply(reply: str, workdir: str = "") -> ParsedReply:
         last_path = path or last_path
         mid = next((j for j in range(i + 1, limit) if _MID.match(lines[j])), None)
         end = next((j for j in range(mid + 1, limit) if _CLOSE.match(lines[j])), None) if mid else None
+        fenced = sum(1 for x in lines[:i] if _FENCE.match(x)) % 2 == 1
+        if mid is not None and end is None and fenced:  # no REPLACE line, but the code fence it is in closes
+            end = next((j for j in range(mid + 1, limit) if _FENCE.match(lines[j])), None)
+        close = next((j for j in range(i + 1, limit) if _CLOSE.match(lines[j])), None)
+        if mid is None and close is not None:  # no separator: the body is read against the file (``split``)
+            body = _trim_fences(lines[i + 1 : close])
+            parsed.unsplit.append(EditBlock(path, _join(body), "", line, unsplit=True))
+            continue
         if mid is None or end is None:
             missing = "=======" if mid is None else ">>>>>>> REPLACE"
             cut = limit == len(lines) and not any(_CLOSE.match(x) for x in lines[i + 1 :])
@@ -118,6 +130,8 @@ def parse_blocks(reply: str, workdir: str = "") -> list[EditBlock]:
     parsed = parse_reply(reply, workdir)
     if parsed.problems:
         raise BlockSyntaxError(parsed.problems[0])
+    if parsed.unsplit:
+        raise BlockSyntaxError(f"edit block for {parsed.unsplit[0].path or 'no path'}: no ======= line")
     for n, block in enumerate(parsed.blocks, start=1):
         if not block.path:
             raise BlockSyntaxError(f"edit block {n}: no file path on the line above <<<<<<< SEARCH")
@@ -183,6 +197,36 @@ def apply_block(text: str, block: EditBlock) -> tuple[str, str]:
     if loose is not None:
         return loose, "whitespace"
     raise ValueError(f"SEARCH text not found in {block.path}{closest_hint(text, block.search)}")
+
+
+def split(text: str, block: EditBlock) -> tuple[EditBlock | None, str]:
+    """A block without its ``=======`` line (``block.search`` is its body) split where it is unambiguous.
+
+    The body is read as the SEARCH lines followed by the REPLACE lines restating them: the split goes where the
+    body's first line comes again, and the lines before it must be in ``text``. Exactly one such place splits the
+    block; (the split block, ""), else (None, why not).
+    """
+    lines = block.search.split("\n")[:-1] if block.search.endswith("\n") else block.search.split("\n")
+    first = next((n for n, x in enumerate(lines) if x.strip()), None)
+    if first is None:
+        return None, "no ======= line, and the block is empty"
+    again = [k for k in range(first + 1, len(lines)) if lines[k].strip() == lines[first].strip()]
+    fits = []
+    for k in again:
+        candidate = EditBlock(block.path, _join(lines[:k]), _join(lines[k:]), block.line)
+        try:
+            apply_block(text, candidate)
+        except ValueError:
+            continue
+        fits.append(candidate)
+    if len(fits) == 1:
+        return fits[0], ""
+    if fits:
+        return None, f"no ======= line, and the block could be split at {len(fits)} places; add the ======= line"
+    return None, (
+        "no ======= line, and no split of the block into lines of the file and their replacement was found; "
+        "add the ======= line between the SEARCH lines and the new ones"
+    )
 
 
 def closest_hint(text: str, search: str, context: int = 3) -> str:

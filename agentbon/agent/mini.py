@@ -122,7 +122,10 @@ class ConversationModel:
             )
         except exceptions.FormatError as e:
             self.conv.malformed += 1
-            e.messages[0]["extra"].update(extra, kind="format_error", malformed=self.conv.malformed)
+            self.conv.unusable = "cut_off" if self.conv.cut_off else "no_command"
+            e.messages[0]["extra"].update(
+                extra, kind="format_error", malformed=self.conv.malformed, cause=self.conv.unusable
+            )
             raise
         return {"role": "assistant", "content": response.content, "extra": {**extra, "actions": actions}}
 

@@ -73,6 +73,7 @@ def client_for(config: ModelConfig, endpoint: str, supports_n: bool | None = Non
         supports_n=supports_n,
         fanout_workers=1 if serialised else 8,
         defaults=config.sampling(),
+        context_window=config.ctx,
     )
 
 

@@ -53,6 +53,7 @@ class OpenAIClient:
         supports_n: bool | None = None,
         fanout_workers: int = 8,
         defaults: dict[str, Any] | None = None,
+        context_window: int | None = None,
     ):
         self.base_url = base_url.rstrip("/")
         self.name = name
@@ -63,6 +64,8 @@ class OpenAIClient:
         self.fanout_workers = fanout_workers
         self.defaults = dict(defaults or {})
         """Sampling parameters sent with every request unless a call overrides them."""
+        self.context_window = context_window
+        """The model's context in tokens (``model.ctx``) where known: the edit agent fits its prompt in it."""
         self._on_close: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -227,7 +230,7 @@ class OpenAIClient:
         kwargs = dict(
             api_key=self.api_key, timeout_s=self.timeout_s, retries=self.retries, backoff_s=self.backoff_s,
             max_backoff_s=self.max_backoff_s, supports_n=self.supports_n, fanout_workers=self.fanout_workers,
-            defaults=self.defaults,
+            defaults=self.defaults, context_window=self.context_window,
         )  # fmt: skip
         return (_rebuild, (self.base_url, self.name, kwargs))
 

@@ -117,7 +117,8 @@ def run_rollout(
         times["model_s"] = result.model_s
         fields: dict[str, Any] = dict(
             status=result.status, exit_status=result.exit_status, patch=patch, steps=result.steps,
-            malformed=result.malformed, usage=result.usage, isolation=getattr(sandbox, "isolation", "docker"),
+            malformed=result.malformed, unusable=result.unusable, usage=result.usage,
+            isolation=getattr(sandbox, "isolation", "docker"),
         )
         if hasattr(sandbox, "use"):
             fields["sandbox"] = sandbox.use()

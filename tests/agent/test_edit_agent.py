@@ -106,7 +106,7 @@ class CutOffModel(ScriptedModel):
 
 def test_a_reply_cut_at_max_tokens_is_told_so(task, sandbox, spec):
     model = CutOffModel(["calc/ops.py\n<<<<<<< SEARCH\n    return a - b\n====", GOOD])
-    result = EditAgent(AgentConfig()).run(task, sandbox, model, spec)
+    result = EditAgent(AgentConfig(continuations=0)).run(task, sandbox, model, spec)
     assert result.status == "submitted" and "cut off at the length limit" in model.calls[1]["messages"][-1]["content"]
     assert result.messages[2]["extra"]["finish_reason"] == "length"
 
