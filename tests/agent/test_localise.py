@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agentbon.agent.localise import imported, is_test_path, keywords, localise, tree, window
 from agentbon.config import AgentConfig
 from agentbon.testing import FakeSandbox, init_repo
@@ -69,13 +71,19 @@ def test_the_line_budget_is_shared_in_rank_order(tmp_path):
     assert sum(f.end - f.start + 1 for f in ctx.shown) <= 210
 
 
-def test_localisation_leaves_nothing_behind(tmp_path):
+def test_localisation_leaves_nothing_behind(tmp_path, monkeypatch):
+    import uuid
+
+    import agentbon.agent.localise as module
+
+    # The fake's /tmp is the host's, where other tests (another pytest-xdist worker's) localise at the same time:
+    # this call's scratch files get a name of their own, and only those are looked for.
+    mine = uuid.uuid4()
+    monkeypatch.setattr(module.uuid, "uuid4", lambda: mine)
     sandbox = box(tmp_path)
-    scratch = "ls /tmp/.agentbon-localise-* 2>/dev/null || true"
-    before = sandbox.exec(scratch).output  # the fake's /tmp is the host's: others may leave files there
     localise(sandbox, "parse_date", AgentConfig())
     assert sandbox.diff() == ""
-    assert sandbox.exec(scratch).output == before
+    assert not list(Path("/tmp").glob(f".agentbon-localise-{mine.hex[:12]}*"))
 
 
 def test_listed_paths_that_cannot_be_read_are_skipped(tmp_path):
