@@ -476,10 +476,26 @@ class SelectConfig(Section):
         ],  # fmt: skip
     )
     """Selectors reported; the first is the one whose winner is exported."""
-    critic: Literal["auto", "classifier", "judge", "none"] = "auto"
+    critic: Literal["auto", "classifier", "judge", "scale-judge", "none"] = "auto"
     """``auto``: a classifier trained on the run directory's earlier runs where it beats the evidence result out of
     fold, else the heuristic prior (critic/auto.py); ``classifier``: ``critic_path``'s, else the prior; ``judge``:
-    the served model asked YES/NO; ``none``."""
+    the served model asked YES/NO; ``scale-judge``: the served model's expected rating on a 1-9 scale from its
+    logprobs (critic/scale.py); ``none``."""
+    scale_criteria: list[str] = Field(default_factory=list)
+    """``scale-judge``: the criteria it rates, one question each (empty: whether the patch resolves the issue)."""
+    scale_repeats: int = Field(default=1, ge=1, le=16)
+    """``scale-judge``: answers per criterion, averaged (seeds 0, 1, ...; worth more than 1 only with
+    ``scale_temperature`` above 0)."""
+    scale_temperature: float = Field(default=0.0, ge=0)
+    """``scale-judge``: the sampling temperature of its answers."""
+    comparator: Literal["auto", "judge", "critic"] = "auto"
+    """What the tournament selectors (``tournament``, ``tests-then-tournament``) compare with: ``judge``, the served
+    model shown both candidates and asked in both orders (critic/pairwise.py); ``critic``, the configured pointwise
+    critic read pairwise (no model); ``auto``: the judge where the run has a model to ask (``agentbon run``, or
+    ``agentbon eval`` with an endpoint), else the critic."""
+    comparisons: int | None = Field(default=None, ge=1)
+    """Most pairwise comparisons per task (each asked in both orders); None: every pair the tournament needs. Below
+    that, the pairs most likely to decide the winner go first (docs/estimators.md, "tournament")."""
     critic_path: str | None = None
     """A trained classifier (``agentbon critic train``), used as it is by ``auto`` and ``classifier``."""
     soft_temperature: float = Field(default=0.5, gt=0)

@@ -496,6 +496,9 @@ class Ranked(Record):
     tokens: int | None = None
     """Tokens the critic spent scoring this candidate, where it calls a model and says so (the LLM judge); None
     otherwise (no model, or a run before this was recorded)."""
+    scale: dict[str, list[float]] | None = None
+    """A scale judge's score distribution (critic/scale.py): per criterion, the probability of each point of its
+    1-9 scale; None for other critics."""
     fallback_score: float | None = None
     """Under ``select.flagged_fallback: flagged``, the score of a candidate a blocking flag kept out (its ``score`` is
     ``-inf``), as the selector scores it among the flagged candidates alone: what the fallback chooses by in a
@@ -509,6 +512,29 @@ class Ranked(Record):
     @field_serializer("score", when_used="json")
     def _infinity_as_null(self, value: float) -> float | None:
         return None if value == -math.inf else value
+
+
+class Comparison(Record):
+    """One pairwise comparison of two candidates by a comparator (the tournament selectors' record).
+
+    The comparator is asked in both orders (``first`` shown as A, then ``second`` as A) to cancel position bias;
+    ``p_first`` is the mean of the two answers' probability that ``first`` is the better one, rounded to millionths
+    (what the tournament and the report read, docs/estimators.md, "tournament")."""
+
+    first: str
+    """Rollout id of the candidate the probability is about (the lower rollout index of the two)."""
+    second: str
+    p_first: float
+    """Probability that ``first`` is better: the mean over both orders of asking."""
+    p_asked_first: float | None = None
+    """That probability when ``first`` was shown as A (None where the comparator does not ask a model)."""
+    p_asked_second: float | None = None
+    """That probability when ``second`` was shown as A (1 − the answer's p(A))."""
+    tokens: int | None = None
+    """Tokens both questions spent (prompt and completion, as the server counted them); None without a model."""
+    source: str = ""
+    """Where the probabilities came from: ``logprobs``, ``parsed`` (an answer without logprobs), ``unparsed``, or
+    the comparator's own name where it asks no model."""
 
 
 INVALID_SENTINEL_V1 = -1.0
@@ -529,6 +555,8 @@ class Selection(Record):
     reason: str = ""
     oracle: bool = False
     """True when the grading tests chose: reported as the oracle, never as a selector."""
+    comparisons: list[Comparison] = Field(default_factory=list)
+    """A tournament selector's pairwise comparisons, each pair once (the report reads them on every k-subset)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -3,6 +3,8 @@
 - ``ClassifierCritic``: logistic regression trained on the run store's own graded rollouts
   (``agentbon critic train``), optionally with text embeddings (the ``critic`` extra);
 - ``LLMJudge``: a model asked YES/NO, p(YES) from logprobs;
+- ``ScaleJudge``: a model's expected rating on a 1-9 scale from logprobs, over criteria and repeats;
+- ``PairwiseJudge`` / ``CriticComparator``: comparators of two candidates for the tournament selectors;
 - ``HeuristicPrior``: the explicitly named fallback when nothing is trained yet.
 """
 
@@ -13,15 +15,19 @@ from typing import Any
 
 from agentbon.critic.classifier import ClassifierCritic, LogisticModel
 from agentbon.critic.judge import LLMJudge
+from agentbon.critic.pairwise import CriticComparator, PairwiseJudge
 from agentbon.critic.prior import HeuristicPrior
+from agentbon.critic.scale import ScaleJudge
 from agentbon.errors import ConfigError
 from agentbon.protocols import Critic
 
 
-def make_critic(kind: str, path: str | Path | None = None, model: Any = None, store: Any = None) -> Critic:
+def make_critic(
+    kind: str, path: str | Path | None = None, model: Any = None, store: Any = None, config: Any = None
+) -> Critic:
     """The configured critic: ``auto`` (a classifier trained on the run directory's earlier runs where it beats the
     evidence out of fold, else the prior; critic/auto.py), ``classifier`` (``path``'s, else the prior), ``judge``
-    (needs ``model``), ``prior``."""
+    and ``scale-judge`` (need ``model``; ``config``: the ``SelectConfig`` with the scale judge's settings), ``prior``."""
     if kind == "auto":
         if path:
             return ClassifierCritic(path)
@@ -39,7 +45,20 @@ def make_critic(kind: str, path: str | Path | None = None, model: Any = None, st
             raise ConfigError("select.critic=judge needs a model (pass model= to make_selector / make_critic)")
         trajectories = store.trajectory if store is not None else None
         return LLMJudge(model, trajectories=trajectories)
-    raise ConfigError(f"unknown critic {kind!r} (auto, classifier, judge, prior)")
+    if kind == "scale-judge":
+        if model is None:
+            raise ConfigError("select.critic=scale-judge needs a model (pass model= to make_selector / make_critic)")
+        trajectories = store.trajectory if store is not None else None
+        if config is None:
+            return ScaleJudge(model, trajectories=trajectories)
+        return ScaleJudge(
+            model, criteria=config.scale_criteria, repeats=config.scale_repeats,
+            temperature=config.scale_temperature, trajectories=trajectories,
+        )  # fmt: skip
+    raise ConfigError(f"unknown critic {kind!r} (auto, classifier, judge, scale-judge, prior)")
 
 
-__all__ = ["ClassifierCritic", "HeuristicPrior", "LLMJudge", "LogisticModel", "make_critic"]
+__all__ = [
+    "ClassifierCritic", "CriticComparator", "HeuristicPrior", "LLMJudge", "LogisticModel", "PairwiseJudge",
+    "ScaleJudge", "make_critic",
+]  # fmt: skip

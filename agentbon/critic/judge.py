@@ -15,19 +15,20 @@ from typing import Any
 from agentbon.protocols import ChatResponse, Model
 from agentbon.types import Rollout, Task, Verdict
 
-_SLOT = re.compile(r"\{(problem|patch|evidence|trajectory)\}")
+_SLOT = re.compile(r"\{([a-z_]+)\}")
 YES, NO = ("YES", "Y"), ("NO", "N")
 
 
-def default_template() -> str:
+def default_template(name: str = "judge") -> str:
+    """A judge's prompt template from ``verifiers/critic/`` (``judge``, ``compare``, ``scale``)."""
     from agentbon.verify import verifiers_dir
 
-    return (verifiers_dir() / "critic" / "judge.md").read_text()
+    return (verifiers_dir() / "critic" / f"{name}.md").read_text()
 
 
 def fill(template: str, values: dict[str, str]) -> str:
-    """The template with each placeholder replaced once."""
-    return _SLOT.sub(lambda m: values[m.group(1)], template)
+    """The template with each placeholder of ``values`` replaced once (other braces are left as they are)."""
+    return _SLOT.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
 def trim_trajectory(messages: list[dict[str, Any]], budget: int = 3000, per_message: int = 600) -> str:
@@ -46,28 +47,61 @@ def trim_trajectory(messages: list[dict[str, Any]], budget: int = 3000, per_mess
     return "\n\n".join(reversed(parts)) or "(no trajectory recorded)"
 
 
-def p_yes(response: ChatResponse) -> tuple[float, str]:
-    """p(YES) from the top logprobs of the first answer token; a parsed answer where logprobs are absent."""
+def p_choice(response: ChatResponse, first: tuple[str, ...], second: tuple[str, ...]) -> tuple[float, str]:
+    """p(first answer) against the second from the top logprobs of the first answer token that is either; a parsed
+    answer where logprobs are absent (1 or 0), 0.5 where neither."""
     for step in (response.logprobs or [])[:5]:
         yes = no = 0.0
         for cand in step.get("top_logprobs") or [{"token": step.get("token"), "logprob": step.get("logprob")}]:
             token = str(cand.get("token") or "").strip().strip("*").upper()
             if cand.get("logprob") is None:
                 continue
-            if token in YES:
+            if token in first:
                 yes += math.exp(cand["logprob"])
-            elif token in NO:
+            elif token in second:
                 no += math.exp(cand["logprob"])
         if yes or no:
             if yes and no:
                 return yes / (yes + no), "logprobs"
             return (min(yes, 1.0), "logprobs") if yes else (max(1.0 - no, 0.0), "logprobs")
     words = re.findall(r"[A-Za-z]+", response.content.upper())
-    if words and words[0] in YES:
+    if words and words[0] in first:
         return 1.0, "parsed"
-    if words and words[0] in NO:
+    if words and words[0] in second:
         return 0.0, "parsed"
     return 0.5, "unparsed"
+
+
+def p_yes(response: ChatResponse) -> tuple[float, str]:
+    """p(YES) from the top logprobs of the first answer token; a parsed answer where logprobs are absent."""
+    return p_choice(response, YES, NO)
+
+
+def cut_patch(patch: str, limit: int) -> str:
+    """The patch, cut at ``limit`` characters with a marker; ``(empty patch)`` for none."""
+    text = patch if len(patch) <= limit else patch[:limit] + "\n[... patch cut ...]"
+    return text or "(empty patch)"
+
+
+def evidence_text(evidence: Verdict | None) -> str:
+    """The visible tests' result as the judges show it."""
+    if evidence is None or evidence.status == "undecided":
+        return "No visible tests were run."
+    return f"{evidence.status}: {evidence.reason}\n" + json.dumps(evidence.tests, indent=0)[:1500]
+
+
+def slots(
+    task: Task, rollout: Rollout, evidence: Verdict | None,
+    trajectories: Callable[[str], list[dict[str, Any]]] | None, max_patch_chars: int,
+) -> dict[str, str]:  # fmt: skip
+    """What a pointwise judge's template shows: the problem, the patch, the visible tests, the trajectory."""
+    messages = trajectories(rollout.rollout_id) if trajectories else []
+    return {
+        "problem": task.problem_statement[:6000],
+        "patch": cut_patch(rollout.patch, max_patch_chars),
+        "evidence": evidence_text(evidence),
+        "trajectory": trim_trajectory(messages),
+    }
 
 
 class LLMJudge:
@@ -92,25 +126,7 @@ class LLMJudge:
         """Rollout id → tokens its latest scoring spent (prompt and completion, as the server counted them)."""
 
     def prompt(self, task: Task, rollout: Rollout, evidence: Verdict | None) -> str:
-        patch = (
-            rollout.patch
-            if len(rollout.patch) <= self.max_patch_chars
-            else rollout.patch[: self.max_patch_chars] + "\n[... patch cut ...]"
-        )
-        if evidence is None or evidence.status == "undecided":
-            ev = "No visible tests were run."
-        else:
-            ev = f"{evidence.status}: {evidence.reason}\n" + json.dumps(evidence.tests, indent=0)[:1500]
-        messages = self.trajectories(rollout.rollout_id) if self.trajectories else []
-        return fill(
-            self.template,
-            {
-                "problem": task.problem_statement[:6000],
-                "patch": patch or "(empty patch)",
-                "evidence": ev,
-                "trajectory": trim_trajectory(messages),
-            },
-        )
+        return fill(self.template, slots(task, rollout, evidence, self.trajectories, self.max_patch_chars))
 
     def score(self, task: Task, rollout: Rollout, evidence: Verdict | None) -> float:
         if not rollout.patch.strip():

@@ -27,6 +27,7 @@ from agentbon.metrics.fallback import with_fallback
 from agentbon.metrics.majority import MAX_EXACT_N, exact_majority_work, majority_selected_at_k
 from agentbon.metrics.majority_estimate import majority_selected_at_k_estimate
 from agentbon.metrics.softmax_estimate import SampledEstimate, softmax_selected_at_k_estimate
+from agentbon.metrics.tournament import tournament_selected_at_k
 from agentbon.select.base import Estimator
 
 __all__ = ["Estimator"]
@@ -116,9 +117,12 @@ def as_estimator_scores(scores: np.ndarray, estimator: Estimator, candidate: np.
 
 
 def _selected(
-    scores: np.ndarray, correct: np.ndarray, curve: np.ndarray, ks: list[int], est: Estimator, mode: SoftmaxMode, seed: int
-) -> np.ndarray | SampledEstimate:
+    scores: np.ndarray, correct: np.ndarray, curve: np.ndarray, ks: list[int], est: Estimator, mode: SoftmaxMode, seed: int,
+    prefs: dict[int, np.ndarray] | None = None,
+) -> np.ndarray | SampledEstimate:  # fmt: skip
     s = np.where(curve, scores, np.nan)
+    if est == "tournament":  # exact up to MAX_SUBSETS subsets of a task at a k, else drawn subsets
+        return tournament_selected_at_k(s, correct, prefs or {}, ks, seed=seed)
     if est not in ("softmax", "majority"):
         return np.asarray(selected_at_k(s, correct, ks))
     counts = curve.sum(axis=1)
@@ -183,6 +187,7 @@ def compute_curves(
     softmax: SoftmaxMode = "auto",
     majority: SoftmaxMode = "auto",
     fallbacks: dict[str, np.ndarray] | None = None,
+    comparisons: dict[str, dict[int, np.ndarray]] | None = None,
 ) -> Curves:
     """Coverage@k and, per selector, selected@k, loss@k and gap recovered@k with bootstrap bands over tasks.
 
@@ -198,6 +203,8 @@ def compute_curves(
     tasks carries its Monte Carlo noise, and ``Curves.estimated`` gives its standard error. ``fallbacks`` marks, per
     selector, the samples it chooses among in a subset that holds none of its ``candidates``
     (``select.flagged_fallback``, :mod:`agentbon.metrics.fallback`); their scores are the ones it gives them there.
+    ``comparisons``: per ``tournament`` selector, per task row, its recorded pairwise comparisons
+    (:mod:`agentbon.metrics.tournament`).
     """
     if not ks or ks[0] != 1:
         raise ValueError(f"ks must start at 1, got {list(ks)}")
@@ -219,21 +226,26 @@ def compute_curves(
     c = (cor * cur).sum(axis=1).round().astype(np.int64)
     cov = np.asarray(pass_at_k(n, c, ks)).reshape(tasks, width)
 
+    position = {int(r): i for i, r in enumerate(rows)}
+
     def selected(name: str) -> np.ndarray | SampledEstimate:
         est = estimators.get(name, "rank")
         cand = cand_of(name)
         mode = majority if est == "majority" else softmax
-        got = _selected(as_estimator_scores(scores[name][rows], est, cand), cor * cand, cur, ks, est, mode, seed)
+        prefs = {position[r]: q for r, q in (comparisons or {}).get(name, {}).items() if r in position}
+        got = _selected(as_estimator_scores(scores[name][rows], est, cand), cor * cand, cur, ks, est, mode, seed, prefs)
         back = (fallbacks or {}).get(name)
         if back is None or not (back := np.asarray(back, bool)[rows] & ~cand & cur).any():
             return got
         # A subset without a candidate chooses among the flagged ones: over the samples that are not candidates.
         other = cur & ~cand
-        alone = _selected(as_estimator_scores(scores[name][rows], est, back), cor * back, other, ks, est, mode, seed)
+        alone = _selected(
+            as_estimator_scores(scores[name][rows], est, back), cor * back, other, ks, est, mode, seed, prefs
+        )
         return _add_fallback(got, alone, n, (cand & cur).sum(axis=1), ks)
 
     # Independent selectors; a softmax or a vote (the costliest) starts first, not last in the pool.
-    order = sorted(names, key=lambda name: estimators.get(name, "rank") not in ("softmax", "majority"))
+    order = sorted(names, key=lambda name: estimators.get(name, "rank") not in ("softmax", "majority", "tournament"))
     sel: dict[str, np.ndarray] = {}
     estimated: dict[str, SampledEstimate] = {}
     for name, got in zip(order, mapped(selected, order, tasks * valid.shape[1]), strict=True):

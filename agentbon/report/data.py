@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from agentbon.config import RunConfig
+from agentbon.metrics.tournament import UNIT, UNSEEN, units
 from agentbon.orchestrate.events import EarlyStop, Infra
 from agentbon.protocols import Candidate
 from agentbon.select.base import blocking_flags, invalid_reason
@@ -122,6 +123,13 @@ class RunData:
     """Task id → why its environment could not be prepared last (its rollouts were not run; a resume runs them)."""
     scores: dict[str, np.ndarray] = field(default_factory=dict)
     """Per selector, scores with NaN where a cell is not a valid candidate (rows of unselected tasks all NaN)."""
+    comparisons: dict[str, dict[int, np.ndarray]] = field(default_factory=dict)
+    """Per tournament selector (``Selection.comparisons``), per task row, its (n, n) pairwise comparisons in
+    millionths: ``[i, j]`` the probability that rollout i is better than rollout j, ``-1`` where the pair was not
+    compared (metrics/tournament.py)."""
+    comparison_tokens: dict[str, np.ndarray] = field(default_factory=dict)
+    """Per tournament selector, per task row, the tokens its comparisons spent (a row without any recorded: 0);
+    absent for a selector whose comparisons recorded no tokens (a comparator that asks no model)."""
     critic_tokens: np.ndarray | None = None
     """Tokens the run's critic spent scoring each cell, where it calls a model and recorded them (``Ranked.tokens``,
     the ``critic`` selector's); None otherwise."""
@@ -234,7 +242,39 @@ def load_run(store: RunStore) -> RunData:
         target = data.oracle_scores if name in oracle_names else data.scores
         target[name] = _scores(data, per_task, row)
     data.critic_tokens = _critic_tokens(data, by_selector.get("critic", {}), row)
+    for name, per_task in by_selector.items():
+        if any(s.comparisons for s in per_task.values()):
+            _comparisons(data, name, per_task, row)
     return data
+
+
+def _comparisons(data: RunData, name: str, per_task: dict[str, Selection], row: dict[str, int]) -> None:
+    """A tournament selector's recorded comparisons as per-row matrices, and the tokens they spent."""
+    matrices: dict[int, np.ndarray] = {}
+    tokens = np.zeros(len(data.task_ids))
+    counted = False
+    for task_id, selection in per_task.items():
+        i = row[task_id]
+        q = np.full((data.n, data.n), UNSEEN, np.int64)
+        for c in selection.comparisons:
+            a, b = _index(c.first, task_id, data.n), _index(c.second, task_id, data.n)
+            if a is None or b is None or a == b:
+                continue
+            p = units(c.p_first)
+            q[a, b], q[b, a] = p, UNIT - p
+            if c.tokens is not None:
+                tokens[i] += c.tokens
+                counted = True
+        matrices[i] = q
+    data.comparisons[name] = matrices
+    if counted:
+        data.comparison_tokens[name] = tokens
+
+
+def _index(rollout_id: str, task_id: str, n: int) -> int | None:
+    """The rollout index of ``rollout_id`` where it is one of ``task_id``'s within n, else None."""
+    task, _, index = rollout_id.rpartition("/")
+    return int(index) if task == task_id and index.isdigit() and int(index) < n else None
 
 
 def _fill_cells(data: RunData, row: dict[str, int]) -> None:

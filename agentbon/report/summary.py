@@ -61,7 +61,8 @@ def run_curves(data: RunData, options: ReportConfig) -> Curves:
                               candidates={name: c for name, c in candidates.items() if name in names},
                               softmax=options.soft_bon, majority=options.majority,
                               fallbacks={name: data.fallback for name in data.scores if name in names}
-                              if data.fallback is not None else None)  # fmt: skip
+                              if data.fallback is not None else None,
+                              comparisons={name: c for name, c in data.comparisons.items() if name in names})  # fmt: skip
 
     return without_left_out(curves_of(data.curve, list(scores)), data, curves_of)
 

@@ -15,12 +15,14 @@ from agentbon.types import Ranked, Selection, Task, normalise_patch
 INVALID_SCORE = -math.inf
 """Score of a candidate that cannot be chosen (empty patch, infra error, patch that does not apply, a blocking flag):
 below every real score, whatever the selector's scale (soft-bon's draws are unbounded below); JSON null on disk."""
-Estimator = Literal["rank", "uniform", "softmax", "majority"]
+Estimator = Literal["rank", "uniform", "softmax", "majority", "tournament"]
 """How the report turns a selector's choice into selected@k, exactly that selector run on each k-subset
 (docs/estimators.md, section 4): ``rank``, the top recorded score wins, ties uniformly (the scores do not depend on
 the other candidates); ``uniform``, a uniform choice among the candidates; ``softmax``, the recorded scores are the
 logits of a softmax draw; ``majority``, the largest cluster of identical patches within the subset wins (its
-recorded cluster sizes count the whole task, so the report votes again in each subset)."""
+recorded cluster sizes count the whole task, so the report votes again in each subset); ``tournament``, the
+recorded pairwise comparisons among the subset's members decide within the highest group present (the integer part
+of the recorded score; :mod:`agentbon.metrics.tournament`)."""
 FLAGGED = "flagged: "
 """Head of the ranked reason of a candidate that a flag keeps from being chosen (``flagged: forged, tampered``)."""
 TIERS = {"fail": 0, "undecided": 1, "pass": 2}

@@ -1,5 +1,5 @@
-"""The selectors: tests-then-critic (default), critic-then-tests, tests, critic, majority, soft best-of-N, random, and
-the oracle.
+"""The selectors: tests-then-critic (default), critic-then-tests, tests, critic, majority, soft best-of-N, random, the
+pairwise tournaments (tournament, tests-then-tournament), and the oracle.
 
 Each scores every candidate so that the metrics (selected@k over random k-subsets) see exactly the
 selector's preferences: equal scores where it is indifferent (ties are broken uniformly), and the
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from agentbon.metrics.tournament import UNIT, next_pair, soft_borda, units
 from agentbon.protocols import Candidate, Critic
 from agentbon.select.base import (
     FLAGGED,
@@ -26,7 +27,10 @@ from agentbon.select.base import (
     rank,
     stable_seed,
 )
-from agentbon.types import Selection, Task, patch_hash
+from agentbon.types import Comparison, Selection, Task, patch_hash
+
+if TYPE_CHECKING:
+    from agentbon.critic.pairwise import Comparator
 
 CRITIC_WEIGHT = 0.5
 """Critic scores (in [0, 1]) are scaled below one tier step, so tests always rank first."""
@@ -45,6 +49,8 @@ class BaseSelector:
     """Whether it reads a critic (``make_selector`` builds the configured one)."""
     reads_tests: ClassVar[bool] = True
     """Whether it reads the evidence tests (the frontier prices one that does not at no verification)."""
+    uses_comparator: ClassVar[bool] = False
+    """Whether it compares candidates pairwise (``make_selector`` builds the configured comparator)."""
 
     def __init__(
         self,
@@ -53,9 +59,12 @@ class BaseSelector:
         temperature: float = 0.5,
         allow_flags: Collection[str] = (),
         flagged_fallback: str = "none",
+        comparator: Comparator | None = None,
+        comparisons: int | None = None,
     ):
         self.critic, self.seed, self.temperature = critic, seed, temperature
         self.allow_flags, self.flagged_fallback = frozenset(allow_flags), flagged_fallback
+        self.comparator, self.comparisons = comparator, comparisons
 
     def select(self, task: Task, candidates: Sequence[Candidate]) -> Selection:
         """The selector's choice; a candidate with a blocking flag is chosen only by the fallback (docs/security.md)."""
@@ -93,13 +102,17 @@ class BaseSelector:
         """``selection`` with each flagged candidate's score among the flagged ones alone (``Ranked.fallback_score``):
         a k-subset without another candidate chooses among them (select.flagged_fallback), and the report replays
         that choice in every subset from these scores (docs/estimators.md, "The flagged fallback")."""
-        alone = {r.rollout_id: r for r in self._select(task, flagged, allowed=set(range(len(flagged)))).ranked}
+        among = self._select(task, flagged, allowed=set(range(len(flagged))))
+        alone = {r.rollout_id: r for r in among.ranked}
         ranked = [
             r.model_copy(update={"fallback_score": (a := alone[r.rollout_id]).score, "tokens": r.tokens or a.tokens})
             if r.rollout_id in alone else r
             for r in selection.ranked
         ]  # fmt: skip
-        return selection.model_copy(update={"ranked": ranked})
+        # A tournament's comparisons among the flagged ones: the report reads them where the fallback chooses.
+        pairs = {(c.first, c.second) for c in selection.comparisons}
+        more = [c for c in among.comparisons if (c.first, c.second) not in pairs]
+        return selection.model_copy(update={"ranked": ranked, "comparisons": selection.comparisons + more})
 
     def _blocking(self, candidate: Candidate) -> list[str]:
         if self.oracle or invalid_reason(candidate) is not None:
@@ -211,9 +224,11 @@ class CriticOnly(BaseSelector):
         if not spent:
             return selection
         # What a critic that calls a model spent on each candidate: the report's frontier counts it as the cost of
-        # ranking by the critic (report/frontier.py).
+        # ranking by the critic (report/frontier.py); a scale judge's score distributions with it.
         scored = {candidates[i].rollout.rollout_id for i in critic}
-        ranked = [r.model_copy(update={"tokens": spent.get(r.rollout_id) if r.rollout_id in scored else None})
+        scale: dict[str, dict[str, list[float]]] = getattr(self.critic, "distributions", None) or {}
+        ranked = [r.model_copy(update={"tokens": spent.get(r.rollout_id), "scale": scale.get(r.rollout_id)})
+                  if r.rollout_id in scored else r.model_copy(update={"tokens": None})
                   for r in selection.ranked]  # fmt: skip
         return selection.model_copy(update={"ranked": ranked})
 
@@ -294,6 +309,93 @@ class RandomChoice(BaseSelector):
         return rank(self.name, task, candidates, scores, reasons, "uniform among valid candidates", self.seed)
 
 
+class Tournament(BaseSelector):
+    """A pairwise tournament: the comparator judges pairs of candidates (each pair asked in both orders), and the
+    candidate with the highest soft Borda count (the sum of its probabilities of being the better one; a pair not
+    compared is a tie) wins, exact ties uniformly (docs/estimators.md, "tournament").
+
+    With ``comparisons`` (``select.comparisons``) below the pairs there are, the pairs most likely to decide the winner
+    go first (:func:`agentbon.metrics.tournament.next_pair`). Each candidate's recorded score is its group (0 here)
+    plus half its count over the pool's other members, so the top score is the winner; every comparison is recorded
+    with the selection, and the report decides each k-subset from the comparisons among its members."""
+
+    name = "tournament"
+    estimator = "tournament"
+    uses_comparator = True
+    reads_tests = False
+
+    def _groups(self, candidates: Sequence[Candidate], valid: list[int]) -> dict[int, tuple[int, str]]:
+        """Each valid candidate's group and its label: the tournament runs inside a group, the highest one wins."""
+        return {i: (0, "") for i in valid}
+
+    def _select(self, task: Task, candidates: Sequence[Candidate], allowed: set[int]) -> Selection:
+        valid, scores, reasons = self._split(candidates, allowed)
+        groups = self._groups(candidates, valid)
+        recorded = self._compare(task, candidates, {i: float(g) for i, (g, _) in groups.items()})
+        seen = {pair: units(c.p_first) for pair, c in recorded.items()}
+        q = np.full((len(candidates), len(candidates)), -1, np.int64)
+        for (a, b), p in seen.items():
+            q[a, b], q[b, a] = p, UNIT - p
+        pools: dict[int, list[int]] = {}
+        for i in valid:
+            pools.setdefault(groups[i][0], []).append(i)
+        for group, pool in pools.items():
+            counts = soft_borda(q, pool)
+            for i in pool:
+                played = sum(1 for j in pool if j != i and q[i, j] >= 0)
+                scores[i] = group + CRITIC_WEIGHT * counts[i] / (UNIT * max(len(pool) - 1, 1))
+                reasons[i] = (
+                    groups[i][1]
+                    + "; " * bool(groups[i][1])
+                    + (f"won {counts[i] / UNIT:.3f} of {len(pool) - 1} against its pool ({played} compared)")
+                )
+        top = max(pools, default=None)
+        why = "no valid candidate" if top is None else self._why(len(pools[top]), len(recorded), groups[pools[top][0]])
+        selection = rank(self.name, task, candidates, scores, reasons, why, self.seed)
+        comparisons = [recorded[pair] for pair in sorted(recorded)]
+        return selection.model_copy(update={"comparisons": comparisons})
+
+    def _why(self, pool: int, compared: int, group: tuple[int, str]) -> str:
+        return f"highest soft Borda count among {pool} candidates ({compared} pairs compared)"
+
+    def _compare(
+        self, task: Task, candidates: Sequence[Candidate], groups: dict[int, float]
+    ) -> dict[tuple[int, int], Comparison]:
+        """The comparisons the budget allows, positions (a, b) with a < b; ``p_first`` is about ``a``."""
+        out: dict[tuple[int, int], Comparison] = {}
+        if self.comparator is None:
+            raise ValueError(f"selector {self.name!r} needs a comparator (select.comparator)")
+        seen: dict[tuple[int, int], float] = {}
+        while self.comparisons is None or len(out) < self.comparisons:
+            pair = next_pair(groups, seen, set(out))
+            if pair is None:
+                break
+            a, b = pair
+            got = self.comparator.compare(task, candidates[a], candidates[b])
+            if got.first != candidates[a].rollout.rollout_id:  # the comparator's record names the pair its own way
+                got = got.model_copy(update={"first": got.second, "second": got.first, "p_first": 1.0 - got.p_first})
+            out[pair] = got.model_copy(update={"p_first": units(got.p_first) / UNIT})
+            seen[pair] = out[pair].p_first
+        return out
+
+
+class TestsThenTournament(Tournament):
+    """Evidence tier first; the tournament decides among the candidates of a tier that holds more than one (the
+    candidates the tests cannot separate), beside ``tests-then-critic``."""
+
+    __test__ = False
+    name = "tests-then-tournament"
+    reads_tests = True
+
+    def _groups(self, candidates: Sequence[Candidate], valid: list[int]) -> dict[int, tuple[int, str]]:
+        return {i: evidence_tier(candidates[i]) for i in valid}
+
+    def _why(self, pool: int, compared: int, group: tuple[int, str]) -> str:
+        if pool == 1:
+            return f"the only candidate in the best evidence tier ({group[1]})"
+        return f"{pool} candidates in the best evidence tier ({group[1]}); the tournament chose ({compared} pairs compared)"
+
+
 class Oracle(BaseSelector):
     """The grading tests choose: an upper bound, reported as the oracle and never as a selector.
 
@@ -329,6 +431,10 @@ class Oracle(BaseSelector):
 
 SELECTORS: dict[str, type[BaseSelector]] = {
     cls.name: cls
-    for cls in (TestsThenCritic, CriticThenTests, TestsOnly, CriticOnly, Majority, SoftBestOfN, RandomChoice, Oracle)
-}
-"""Every selector by name; its traits are class attributes (``estimator``, ``uses_critic``, ``reads_tests``)."""
+    for cls in (
+        TestsThenCritic, CriticThenTests, TestsOnly, CriticOnly, Majority, SoftBestOfN, RandomChoice, Tournament,
+        TestsThenTournament, Oracle,
+    )
+}  # fmt: skip
+"""Every selector by name; its traits are class attributes (``estimator``, ``uses_critic``, ``reads_tests``,
+``uses_comparator``)."""

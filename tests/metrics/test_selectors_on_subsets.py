@@ -24,8 +24,9 @@ from agentbon.report import build_summary
 from agentbon.report.data import load_run
 from agentbon.report.summary import report_options, run_curves
 from agentbon.select import SELECTORS, make_selector
+from agentbon.select.base import stable_seed
 from agentbon.store import RunStore
-from agentbon.types import Flag, RepoSource, Rollout, Selection, Task, TestSet, Verdict
+from agentbon.types import Comparison, Flag, RepoSource, Rollout, Selection, Task, TestSet, Verdict
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,19 @@ class TableCritic:
         return self.scores[rollout.rollout_id]
 
 
+class PairTable:
+    """A comparator whose preferences are known and need not be transitive: each pair of rollouts gets one of
+    0, 1/4, 1/2, 3/4, 1 from a hash of their ids (coarse, so soft Borda counts tie)."""
+
+    name = "pairs"
+
+    def compare(self, task, first, second):
+        a, b = first.rollout.rollout_id, second.rollout.rollout_id
+        lo, hi = sorted((a, b))
+        p = stable_seed("pair", lo, hi) % 5 / 4
+        return Comparison(first=a, second=b, p_first=p if a == lo else 1 - p, source="table")
+
+
 def _patch(body: str) -> str:
     return f"diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+{body}\n" if body else ""
 
@@ -73,7 +87,7 @@ def _candidates(run_id: str, task_id: str, specs: list[Spec]) -> list[Candidate]
 
 def _selectors(specs: dict[str, list[Spec]], select: SelectConfig, seed: int) -> dict:
     critic = TableCritic({f"{t}/{i}": s.critic for t, row in specs.items() for i, s in enumerate(row)})
-    return {name: make_selector(name, select, critic=critic, seed=seed) for name in SELECTORS}
+    return {name: make_selector(name, select, critic=critic, seed=seed, comparator=PairTable()) for name in SELECTORS}
 
 
 def write_run(root, specs: dict[str, list[Spec]], select: SelectConfig | None = None, seed: int = 0,
@@ -116,7 +130,7 @@ def draw_chances(selection: Selection, estimator: str) -> dict[str, float]:
         assert not valid, f"{selection.selector}: valid candidates but no winner"
         return {}
     assert selection.winner in {r.rollout_id for r in valid}, f"{selection.selector}: the winner is not valid"
-    if estimator in ("rank", "majority"):
+    if estimator in ("rank", "majority", "tournament"):  # a tournament's subset scores are its soft Borda counts
         top = max(r.score for r in valid)
         tied = [r.rollout_id for r in valid if r.score == top]
         assert selection.winner in tied, f"{selection.selector}: the winner is not top-scored"
@@ -220,7 +234,7 @@ def test_the_flagged_fallback_is_decided_inside_each_subset(tmp_path):
     # select.flagged_fallback = flagged chooses among flagged candidates where a subset holds no other: a subset
     # of the flagged right patch alone chooses it, though the task has an unflagged candidate.
     row = [Spec("P", "a", flagged=True), Spec("F", "b"), Spec("F", "c", flagged=True), Spec("F", "")]
-    assert check_run(tmp_path, {"t": row}, SelectConfig(critic="none", flagged_fallback="flagged")) == 8 * 3  # 8 selectors at k = 1, 2, 4
+    assert check_run(tmp_path, {"t": row}, SelectConfig(critic="none", flagged_fallback="flagged")) == len(SELECTORS) * 3  # every selector at k = 1, 2, 4
 
 
 def test_majority_estimated_on_request_says_so(tmp_path):
