@@ -172,7 +172,7 @@ def render_html(s: RunReport) -> str:
     )
     order = [k for k in ("headline", "flags", "budget", "scaling", "selectors") if k in tables]
     body = "".join(_table(tables[k]) for k in order) + f'<h2 id="plots">Plots</h2>{figures}'
-    later = ("selected_by_k", "calibration", "frontier", "cost", "references")
+    later = ("selected_by_k", "calibration", "frontier", "endings", "cost", "references")
     body += "".join(_table(tables[k]) for k in later if k in tables)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'

@@ -15,13 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentbon.select.base import Estimator
 
 SUMMARY_SCHEMA = "agentbon.summary"
-SUMMARY_VERSION = 6
+SUMMARY_VERSION = 7
 """2: typed model; per-k values None where not measured; grade infra errors out of n; early stop; infra.
 3: ``flags`` (per kind, per task, flagged winners).
 4: ``calibration`` (each critic against the grade, with intervals and the reliability diagram); ``budget``; ``frontier``.
 5: a selector's ``estimate`` (its selected@k estimated, with the Monte Carlo standard error).
-6: ``majority`` votes inside each k-subset (estimator ``majority``); the oracle's curve among its own candidates."""
-READS = (2, 3, 4, 5, 6)
+6: ``majority`` votes inside each k-subset (estimator ``majority``); the oracle's curve among its own candidates.
+7: ``endings`` (rollouts that ended on a reply their agent could not use, per cause)."""
+READS = (2, 3, 4, 5, 6, 7)
 """Versions :func:`read_summary` reads; older files read with empty ``flags`` / ``calibration`` sections."""
 
 
@@ -162,6 +163,20 @@ class RolloutCounts(Part):
     isolation: dict[str, int] = Field(default_factory=dict)
     """Finished rollouts per ``Rollout.isolation``: ``docker``, or weaker (``docker (as root: why)``, the process
     backend's). Empty in files written before it was counted."""
+
+
+class Endings(Part):
+    """Finished rollouts that ended on a reply their agent could not use (``Rollout.unusable``), per cause."""
+
+    finished: int = 0
+    """Rollouts that reached an outcome of the model's (not an infrastructure error, not cancelled)."""
+    unusable: int = 0
+    """Of those, the ones that ended (without submitting) on a reply the agent could not use."""
+    rate: float | None = None
+    """``unusable / finished``; None without finished rollouts."""
+    by_cause: dict[str, int] = Field(default_factory=dict)
+    """Cause (an ``UnusableCause``) → rollouts, causes never seen left out; ``unrecorded``: a ``format_error`` rollout
+    of a record version that kept no cause."""
 
 
 class Infra(Part):
@@ -515,6 +530,8 @@ class RunHead(Part):
     selectors: list[str]
     oracles: list[str]
     rollouts: RolloutCounts
+    endings: Endings = Field(default_factory=Endings)
+    """Empty in files written before version 7."""
     infra: Infra
     early_stop: EarlyStop
     flags: Flags = Field(default_factory=Flags)

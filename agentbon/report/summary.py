@@ -19,6 +19,7 @@ from agentbon.report.calibration import calibration_section
 from agentbon.report.compute import Band, Curves, Estimator, compute_curves, fraction
 from agentbon.report.costs import cost_section, theory_section
 from agentbon.report.data import CANCELLED, CELL_CODES, FAIL, GRADE_INFRA, INFRA, PASS, UNGRADED, RunData, load_run
+from agentbon.report.endings import endings_section
 from agentbon.report.flags import flag_section
 from agentbon.report.frontier import frontier_section
 from agentbon.report.instances import rollout_report, winner_report
@@ -273,6 +274,7 @@ def build_report(store: RunStore, data: RunData | None = None, **overrides: obje
         selectors=data.selectors,
         oracles=data.oracles,
         rollouts=rollout_counts(data),
+        endings=endings_section(data),
         infra=infra_section(data),
         early_stop=early_stop_section(data),
         flags=flag_section(data),

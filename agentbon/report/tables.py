@@ -422,6 +422,36 @@ def calibration(s: RunReport) -> Table | None:
     return Table("calibration", "Critics against the grade", headers, rows, notes)
 
 
+CAUSE_MEANING = {
+    "cut_off": "the reply stopped at model.max_tokens, its continuations too",
+    "no_edit_blocks": "no edit blocks and no code block with a definition",
+    "malformed_block": "edit blocks that could not be read (a missing separator or REPLACE line)",
+    "unknown_file": "the edit names no file of the repository, or several",
+    "search_not_found": "the SEARCH text is not in the file",
+    "not_applied": "edits refused otherwise (a file to create that exists, code that would not parse)",
+    "no_command": "a bash or mini reply without exactly one command",
+    "unrecorded": "format_error rollouts recorded before causes were",
+}
+"""What each ``Endings.by_cause`` key means (docs/agents.md, "Unusable replies")."""
+
+
+def endings(s: RunReport) -> Table | None:
+    """Finished rollouts that ended on a reply their agent could not use, per cause (None without finished ones)."""
+    e = s.endings
+    if not e.finished:
+        return None
+    rows = [[cause, str(count), pct(count / e.finished), CAUSE_MEANING.get(cause, "")]
+            for cause, count in e.by_cause.items()]  # fmt: skip
+    rows.append(["all", str(e.unusable), pct(e.rate), "the unusable-reply rate"])
+    notes = [
+        f"{e.unusable} of {e.finished} finished rollouts ended on a reply the agent could not use (format_error, or a "
+        "limit reached right after such a reply); a reply is continued where it stopped at max_tokens and near-miss "
+        'formats are read before it counts here (docs/agents.md, "Unusable replies").'
+    ]
+    return Table("endings", "Unusable replies (how rollouts ended)", ["cause", "rollouts", "of finished (%)", "meaning"],
+                 rows, notes)  # fmt: skip
+
+
 def budget(s: RunReport) -> Table | None:
     """A batch budget's spending against a uniform split of it (None for a run without a budget)."""
     from agentbon.report.budget import budget_rows
@@ -487,7 +517,7 @@ def frontier(s: RunReport) -> Table | None:
 
 def all_tables(s: RunReport) -> list[Table]:
     """Every table of a report, in reading order."""
-    flagged, calibrated, budgeted, staged = flags(s), calibration(s), budget(s), frontier(s)
+    flagged, calibrated, budgeted, staged, ended = flags(s), calibration(s), budget(s), frontier(s), endings(s)
     return [headline(s), *([flagged] if flagged else []), *([budgeted] if budgeted else []), scaling(s),
             selectors(s), selected_by_k(s), *([calibrated] if calibrated else []), *([staged] if staged else []),
-            cost(s), references(s)]  # fmt: skip
+            *([ended] if ended else []), cost(s), references(s)]  # fmt: skip

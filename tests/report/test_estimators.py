@@ -134,7 +134,7 @@ def test_summary_json_is_a_versioned_model_that_reads_back(tmp_path):
     assert report.infra.attempts_by_kind == {"SandboxGone": 2} and report.infra.rollouts == 1
     path = write_reports(store, report)["summary"]
     raw = json.loads(path.read_text())
-    assert raw["schema"] == "agentbon.summary" and raw["version"] == 6 and "pass@1" in raw["metrics"]
+    assert raw["schema"] == "agentbon.summary" and raw["version"] == 7 and "pass@1" in raw["metrics"]
     assert read_summary(path) == report
     raw["version"] = 1
     path.write_text(json.dumps(raw))

@@ -103,7 +103,7 @@ def test_fallback_makes_an_all_flagged_task_choosable(tmp_path):
 def test_reads_a_version_2_summary_without_flags(store):
     path = write_reports(store)["summary"]
     raw = json.loads(path.read_text())
-    assert raw["version"] == 6 and raw["flags"]["rollouts"] == 3
+    assert raw["version"] == 7 and raw["flags"]["rollouts"] == 3
     del raw["flags"], raw["calibration"]
     raw["version"] = 2
     path.write_text(json.dumps(raw))

@@ -72,7 +72,7 @@ def test_selected_matches_the_metric_on_the_same_arrays(summary):
 
 
 def test_swebench_report_keys(summary):
-    assert summary["schema"] == "agentbon.summary" and summary["version"] == 6
+    assert summary["schema"] == "agentbon.summary" and summary["version"] == 7
     assert summary["schema_version"] == 2 and summary["primary_selector"] == "tests"
     assert summary["resolved_ids"] == ["t1", "t3", "t5"] and summary["unresolved_ids"] == ["t2"]
     assert summary["error_ids"] == ["t4"]  # every rollout an infra error: an error, not a failure
