@@ -14,7 +14,7 @@ from typing import Any
 
 from agentbon.agent.templates import environment
 from agentbon.config import AgentConfig, ModelConfig
-from agentbon.errors import InfraError
+from agentbon.errors import ContextLengthExceeded, InfraError
 from agentbon.protocols import AgentResult, ChatResponse, Model
 from agentbon.types import Usage
 
@@ -143,7 +143,8 @@ class Conversation:
         in the trajectory as the model saw it: the request (``kind: continue``), then the piece, whose ``extra``
         holds ``continuation`` (1, 2, ...). ``cut_off`` stays True when the last piece was cut too. A limit that
         leaves no room for a continuation ends the continuing, not the reply: what came is read, and the next call
-        meets the limit.
+        meets the limit. So does a continuation the server refuses as longer than the model's context: its request
+        leaves the trajectory (it was never answered) and the cut piece's ``extra`` holds ``continuation_refused``.
         """
         reply = self.query(model)
         for n in range(1, continuations + 1):
@@ -154,7 +155,12 @@ class Conversation:
             except LimitsExceeded:
                 break
             self.add("user", request, kind="continue", continuation=n)
-            piece = self.query(model)
+            try:
+                piece = self.query(model)
+            except ContextLengthExceeded as e:
+                self.messages.pop()
+                self.messages[-1]["extra"]["continuation_refused"] = str(e)
+                break
             self.messages[-1]["extra"]["continuation"] = n
             reply = join_pieces(reply, piece)
         return reply

@@ -86,11 +86,14 @@ def _join(lines: list[str]) -> str:
 def parse_reply(reply: str, workdir: str = "") -> ParsedReply:
     """The well-formed edit blocks of a reply and a problem line for each other one; never raises.
 
-    A block runs to the next ``<<<<<<< SEARCH`` at most, so one broken block does not swallow the next.
+    A block runs to the next ``<<<<<<< SEARCH`` at most, so one broken block does not swallow the next. A block
+    without its ``<<<<<<< SEARCH`` line is read where a code fence opens it (``_unopened``).
     """
     lines = reply.splitlines()
     opens = [i for i, line in enumerate(lines) if _OPEN.match(line)]
     parsed = ParsedReply([], [])
+    found: list[tuple[int, EditBlock]] = []
+    used: set[int] = set()
     last_path = ""
     for n, i in enumerate(opens, start=1):
         limit = opens[n] if n < len(opens) else len(lines)
@@ -112,6 +115,7 @@ def parse_reply(reply: str, workdir: str = "") -> ParsedReply:
         if mid is None and close is not None:  # no separator: the body is read against the file (``split``)
             body = _trim_fences(lines[i + 1 : close])
             parsed.unsplit.append(EditBlock(path, _join(body), "", line, unsplit=True))
+            used.update(range(i, close + 1))
             continue
         if mid is None or end is None:
             missing = "=======" if mid is None else ">>>>>>> REPLACE"
@@ -119,10 +123,48 @@ def parse_reply(reply: str, workdir: str = "") -> ParsedReply:
             parsed.cut = parsed.cut or cut
             ending = " (the reply ended inside it)" if cut else ""
             parsed.problems.append(f"edit block {n} ({path or 'no path'}): no {missing} line{ending}")
+            used.update(range(i, limit))
             continue
         search, replace = _trim_fences(lines[i + 1 : mid]), _trim_fences(lines[mid + 1 : end])
-        parsed.blocks.append(EditBlock(path, _join(search), _join(replace), line))
+        found.append((i, EditBlock(path, _join(search), _join(replace), line)))
+        used.update(range(i, end + 1))
+    found += _unopened(lines, used, workdir)
+    parsed.blocks = [block for _, block in sorted(found, key=lambda item: item[0])]
     return parsed
+
+
+_SOURCE_EXT = "py|pyi|js|jsx|ts|tsx|go|rs|java|c|h|cc|cpp|hpp|rb|php|md|rst|txt|toml|cfg|ini|yaml|yml|json|html|css|sh"
+_PATH_LINE = re.compile(rf"^[\s`*#]*(?:[\w.\-]+/)*[\w.\-]+\.({_SOURCE_EXT})[\s`*:]*$")
+"""A line that is a file's path alone (decorated at most), to tell a path from the first line of code."""
+
+
+def _unopened(lines: list[str], used: set[int], workdir: str) -> list[tuple[int, EditBlock]]:
+    """Blocks whose ``<<<<<<< SEARCH`` line is missing, read only inside a code fence: the SEARCH part runs from the
+    fence that opens it (less a first line that is a file path) to the ``=======``, the REPLACE part on to
+    ``>>>>>>> REPLACE``. The path: that first line, else the line above the fence. (start line, block) each."""
+    out = []
+    for close in (c for c, x in enumerate(lines) if _CLOSE.match(x) and c not in used):
+        mid = next((j for j in range(close - 1, -1, -1) if j in used or _MID.match(lines[j]) or _CLOSE.match(lines[j])),
+                   None)  # fmt: skip
+        if mid is None or mid in used or not _MID.match(lines[mid]):
+            continue
+        fence = next((j for j in range(mid - 1, -1, -1) if j in used or _FENCE.match(lines[j]) or _CLOSE.match(
+            lines[j]) or _MID.match(lines[j])), None)  # fmt: skip
+        if fence is None or fence in used or not _FENCE.match(lines[fence]):
+            continue
+        if sum(1 for x in lines[:fence] if _FENCE.match(x)) % 2:  # that fence closes one: the block is not inside
+            continue
+        first = fence + 1
+        if first < mid and _PATH_LINE.match(lines[first]):
+            path_line, first = lines[first], first + 1
+        else:
+            path_line = next((lines[j] for j in range(fence - 1, -1, -1) if lines[j].strip()), "")
+        search, replace = lines[first:mid], lines[mid + 1 : close]
+        if not any(x.strip() for x in search):
+            continue
+        out.append((fence, EditBlock(clean_path(path_line, workdir), _join(search), _join(replace), path_line)))
+        used.update(range(fence, close + 1))
+    return out
 
 
 def parse_blocks(reply: str, workdir: str = "") -> list[EditBlock]:

@@ -11,6 +11,7 @@ from agentbon.agent.base import join_pieces
 from agentbon.agent.blocks import parse_reply
 from agentbon.agent.edit import estimate_tokens
 from agentbon.config import AgentConfig
+from agentbon.errors import ContextLengthExceeded
 from agentbon.testing import ScriptedModel
 
 FILES = {"calc/ops.py", "calc/util.py", "calc/__init__.py", "docs/notes.md", "README.md", "tests/test_ops.py"}
@@ -100,6 +101,15 @@ def test_the_token_limit_holds_over_continuations(task, sandbox, spec):
     assert result.usage.prompt_tokens + result.usage.completion_tokens < 3000 + 2 * estimate_tokens(echo) * 20
 
 
+def test_a_continuation_longer_than_the_context_ends_the_continuing_not_the_reply(task, sandbox, spec):
+    head = f"calc/ops.py\n<<<<<<< SEARCH\n{SEARCH}=======\n{FIXED}>>>>>>> REPLACE\n\nThis also"
+    model = CapModel([head, ContextLengthExceeded("HTTP 400: context length exceeded")], cut={0})
+    result = EditAgent(AgentConfig()).run(task, sandbox, model, spec)
+    assert (result.status, result.steps) == ("submitted", 2)  # the refused call counts; the complete block applies
+    assert [m["extra"].get("kind") for m in result.messages][2:] == [None, "edit_result"]
+    assert "context length" in result.messages[2]["extra"]["continuation_refused"]
+
+
 def test_no_continuation_without_a_cut(task, sandbox, spec):
     model = CapModel([GOOD])
     assert EditAgent(AgentConfig()).run(task, sandbox, model, spec).steps == 1
@@ -146,6 +156,27 @@ def test_a_fenced_block_missing_its_replace_line_ends_at_the_fence(sandbox):
     ]
     (outcome,) = apply_edits(sandbox, parsed.blocks, FILES, SHOWN)
     assert outcome.applied
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        f"Fix:\n\n```python\ncalc/ops.py\n{SEARCH}=======\n{FIXED}>>>>>>> REPLACE\n```\n",
+        f"Fix in `calc/ops.py`:\n\n```python\n{SEARCH}=======\n{FIXED}>>>>>>> REPLACE\n```\n",
+    ],
+)
+def test_a_fenced_block_missing_its_search_line_starts_at_the_fence(sandbox, reply):
+    parsed = parse_reply(reply)
+    assert parsed.problems == [] and [(b.search, b.replace) for b in parsed.blocks] == [(SEARCH, FIXED)]
+    (outcome,) = apply_edits(sandbox, parsed.blocks, FILES, SHOWN)
+    assert (outcome.path, outcome.applied) == ("calc/ops.py", True)
+
+
+def test_a_block_missing_its_search_line_outside_a_fence_is_not_guessed():
+    assert parse_reply(f"calc/ops.py\n{SEARCH}=======\n{FIXED}>>>>>>> REPLACE\n").blocks == []
+    # After a complete block, an unopened one in its own fence is read, in the reply's order.
+    two = f"{GOOD}\n```\ncalc/util.py\n    for x in args:\n=======\n    for x in list(args):\n>>>>>>> REPLACE\n```\n"
+    assert [b.path for b in parse_reply(two).blocks] == ["calc/ops.py", "calc/util.py"]
 
 
 def test_a_bare_block_missing_its_replace_line_is_not_guessed():
