@@ -67,15 +67,26 @@ PRICES = (
 )  # fmt: skip
 
 
-def _critics(m: Mode) -> bool:
+def critics(m: Mode) -> bool:
+    """Whether a selector of the config reads a critic."""
     from agentbon.select.selectors import SELECTORS
 
     return any(SELECTORS[name].uses_critic for name in m.config.select.selectors if name in SELECTORS)
 
 
+def compares(config: RunConfig) -> bool:
+    """Whether a selector of the config compares candidates pairwise (a tournament)."""
+    from agentbon.select.selectors import SELECTORS
+
+    return any(SELECTORS[name].uses_comparator for name in config.select.selectors if name in SELECTORS)
+
+
 def judges(config: RunConfig) -> bool:
-    """Whether a selector of the config asks the LLM judge (``select.critic=judge``), the one model call of an eval."""
-    return config.select.critic == "judge" and _critics(Mode(config, config.model.launcher))
+    """Whether a selector of the config asks a model: the LLM judge or the scale judge as its critic
+    (``select.critic=judge`` / ``scale-judge``), or the pairwise judge of a tournament (``select.comparator`` judge,
+    or auto); the one model call of an eval."""
+    asks_critic = config.select.critic in ("judge", "scale-judge") and critics(Mode(config, config.model.launcher))
+    return asks_critic or (config.select.comparator != "critic" and compares(config))
 
 
 # fmt: off
@@ -131,9 +142,13 @@ RULES: tuple[Rule, ...] = (
          "unless agent.type=command"),
     Rule(("verify.flaky_runs", "verify.flaky_passes"), lambda m: m.config.verify.flaky != "rerun",
          "unless verify.flaky=rerun"),
-    Rule(("select.critic_path",), lambda m: m.config.select.critic in ("judge", "none"),
-         "with select.critic=judge or none"),
-    Rule(("select.critic", "select.critic_path"), lambda m: not _critics(m),
+    Rule(("select.critic_path",), lambda m: m.config.select.critic in ("judge", "scale-judge", "none"),
+         "with select.critic=judge, scale-judge or none"),
+    Rule(("select.scale_criteria", "select.scale_repeats", "select.scale_temperature"),
+         lambda m: m.config.select.critic != "scale-judge", "unless select.critic=scale-judge"),
+    Rule(("select.comparator", "select.comparisons"), lambda m: not compares(m.config),
+         "without a tournament selector (tournament, tests-then-tournament) in select.selectors"),
+    Rule(("select.critic", "select.critic_path"), lambda m: not critics(m),
          "without a selector that uses a critic in select.selectors", off=("none",)),
     Rule(("select.soft_temperature",), lambda m: "soft-bon" not in m.config.select.selectors,
          "without soft-bon in select.selectors"),

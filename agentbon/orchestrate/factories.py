@@ -65,12 +65,14 @@ class ServedLater:
 
 
 def default_selector(name: str, config: RunConfig, store: RunStore | None = None) -> Selector:
-    """A selector by name (``tests-then-critic``, ``oracle``, ...); an LLM-judge critic talks to the run's endpoint,
-    or, before the server the run starts itself is up (the preflight), to a :class:`ServedLater` stand-in."""
+    """A selector by name (``tests-then-critic``, ``oracle``, ...); a judge that asks a model (the LLM judge, the
+    scale judge, a tournament's pairwise judge: ``inert.judges``) talks to the run's endpoint, or, before the server
+    the run starts itself is up (the preflight), to a :class:`ServedLater` stand-in."""
+    from agentbon.inert import judges
     from agentbon.select import make_selector
 
     model: Any = None
-    if config.select.critic == "judge":
+    if judges(config):
         served = config.model.urls() or config.model.pool
         model = default_model(config.model) if served else ServedLater(config.model)
     return make_selector(name, config.select, model=model, store=store, seed=config.model.seed)

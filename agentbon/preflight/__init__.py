@@ -13,6 +13,7 @@ from typing import Any
 
 from agentbon.config import RunConfig
 from agentbon.preflight.base import Context, PreflightError, Problem
+from agentbon.preflight.capabilities import check_logprobs
 from agentbon.preflight.command import check_command
 from agentbon.preflight.disk import check_disk
 from agentbon.preflight.engine import check_engine, check_limits, check_network
@@ -62,6 +63,7 @@ CHECKS: dict[str, Check] = {
     "harness": check_harness,
     "agent": check_agent,
     "endpoint": check_endpoint,
+    "logprobs": check_logprobs,
     "command": check_command,
 }
 """Every check, in the order they run; the Docker checks after ``engine`` skip where it failed (it reports)."""

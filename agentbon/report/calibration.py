@@ -22,9 +22,10 @@ import numpy as np
 from agentbon.config import ReportConfig
 from agentbon.critic import calibration as cal
 from agentbon.metrics.fallback import among_whole
+from agentbon.metrics.tournament import UNIT, UNSEEN
 from agentbon.report.compute import mapped
 from agentbon.report.data import RunData
-from agentbon.report.schema import Calibration, CriticCalibration, Role
+from agentbon.report.schema import Calibration, CriticCalibration, PairwiseCalibration, Point, Role
 from agentbon.types import Rollout
 
 OOF_LIMIT = 20_000
@@ -47,6 +48,8 @@ def run_critic(data: RunData) -> tuple[str, str]:
         return "heuristic-prior", "no trained critic (select.critic_path unset): the hand-set prior, not learned"
     if kind == "judge":
         return "llm-judge", "select.critic: judge (the served model asked YES/NO, p(YES) from logprobs)"
+    if kind == "scale-judge":
+        return "scale-judge", "select.critic: scale-judge (the served model's expected rating on a 1-9 scale, from logprobs)"
     return "none", "select.critic: none"
 
 
@@ -129,6 +132,7 @@ def calibration_section(data: RunData, options: ReportConfig) -> Calibration:
         return _block(block[0], block[1], labels, block[2], rows, tasks, options)
 
     out.critics += mapped(measured, blocks, labels.size)  # independent blocks
+    out.comparators = [pairwise(data, name, options) for name in sorted(data.comparisons)]
     oof, skipped = _out_of_fold(data, cells, labels, options.seed)
     if oof is None:
         notes.append(f"classifier, out of fold: not fitted ({skipped})")
@@ -149,3 +153,48 @@ def calibration_section(data: RunData, options: ReportConfig) -> Calibration:
             f"{oof_auc:.3f} against {base_auc:.3f}): keep tests first (tests-then-critic)"
         )
     return out
+
+
+def pairwise_stats(q: np.ndarray, cells: np.ndarray, correct: np.ndarray) -> tuple[int, int, float, float]:
+    """One task's compared pairs among ``cells`` (graded candidates): (pairs compared, decisive pairs, the passing
+    one preferred (ties half), the sum of the probabilities given the passing one)."""
+    at = np.flatnonzero(cells)
+    sub = q[np.ix_(at, at)]
+    seen = np.triu(sub != UNSEEN, 1)
+    good = correct[at] > 0
+    decisive = seen & (good[:, None] != good[None, :])
+    # p(passing better): q[i, j] where i passes, else q[j, i] = UNIT - q[i, j].
+    p_pass = np.where(good[:, None], sub, UNIT - sub) / UNIT
+    chosen = p_pass[decisive]
+    wins = float((chosen > 0.5).sum() + 0.5 * (chosen == 0.5).sum())
+    return int(seen.sum()), int(decisive.sum()), wins, float(chosen.sum())
+
+
+def pairwise(data: RunData, name: str, options: ReportConfig) -> PairwiseCalibration:
+    """A tournament's pairwise accuracy against the grade over the candidates a selector could pick (its
+    comparisons among flagged candidates count where the fallback chooses among them), with a percentile bootstrap
+    interval over tasks; a task its selection failed on (``left_out``) is out."""
+    from agentbon.metrics.bootstrap import bootstrap_means, percentile_interval
+
+    cells = among_whole(data.candidate, data.fallback, data.valid) & ~data.left_out_rows(name)[:, None]
+    stats = np.zeros((len(data.task_ids), 3))
+    compared = 0
+    for row, q in data.comparisons[name].items():
+        seen, decisive, wins, p_sum = pairwise_stats(q, cells[row], data.correct[row])
+        compared += seen
+        stats[row] = decisive, wins, p_sum
+    decisive, wins, p_sum = stats.sum(axis=0)
+    tasks = int(np.count_nonzero(stats[:, 0]))
+    if decisive == 0:
+        return PairwiseCalibration(selector=name, compared=compared, decisive=0, tasks=0,
+                                   accuracy=Point(mean=None, lo=None, hi=None))  # fmt: skip
+    lo = hi = None
+    rows = stats[stats[:, 0] > 0]
+    if len(rows) >= 2:
+        means = bootstrap_means(rows, n_boot=min(options.bootstrap, cal.RESAMPLES), seed=options.seed)
+        low, high = percentile_interval(means[:, 1] / means[:, 0], options.confidence)
+        lo, hi = float(low), float(high)
+    return PairwiseCalibration(
+        selector=name, compared=compared, decisive=int(decisive), tasks=tasks,
+        accuracy=Point(mean=round(wins / decisive, 6), lo=lo, hi=hi), mean_p=round(p_sum / decisive, 6),
+    )  # fmt: skip

@@ -55,7 +55,7 @@ def frontier_section(data: RunData) -> Frontier | None:
     critic = data.scores.get("critic")
     # A task whose critic (or a selector replayed here) failed on infrastructure is out of every policy, never
     # scored 0: the policies are compared on the same tasks.
-    out_rows = data.left_out_rows("critic", *UNTESTED)
+    out_rows = data.left_out_rows("critic", *UNTESTED, *TOURNAMENTS)
     cells = among_whole(data.candidate, data.fallback, data.valid) & ~out_rows[:, None]
     if critic is None or not cells.any():
         return None
@@ -74,6 +74,7 @@ def frontier_section(data: RunData) -> Frontier | None:
         rest = np.where(subset, data.evidence_s - data.subset_s, data.evidence_s)
         out += replay.policies(kept, "FAIL_TO_PASS first, then ", cost=rest, paid=subset_cost)
     out += _untested(data, cells, replay.tasks)
+    out += _tournaments(data, cells, replay.tasks, ~out_rows)
     full_cost, base = out[0].throughput or 0.0, out[0].accuracy
     for p in out:  # ``throughput`` held each policy's cost until here
         cost = p.throughput or 0.0
@@ -87,7 +88,7 @@ def frontier_section(data: RunData) -> Frontier | None:
         critic=critic_name,
         critic_tokens=(
             int(data.critic_tokens[cells].sum()) if data.critic_tokens is not None
-            else "unknown" if critic_name == "llm-judge" else 0
+            else "unknown" if critic_name in ("llm-judge", "scale-judge") else 0
         ),
         anchor=ANCHOR,
         parse_stage=data.parse_checked,
@@ -102,9 +103,42 @@ def frontier_section(data: RunData) -> Frontier | None:
     )  # fmt: skip
 
 
-UNTESTED = tuple(name for name, cls in SELECTORS.items() if not cls.reads_tests and not cls.oracle)
+UNTESTED = tuple(
+    name for name, cls in SELECTORS.items() if not cls.reads_tests and not cls.oracle and cls.estimator != "tournament"
+)
 """The selectors that never read a test (``reads_tests``): each is a point of the frontier with no verification
-cost."""
+cost (the tournaments apart, below)."""
+TOURNAMENTS = tuple(name for name, cls in SELECTORS.items() if cls.estimator == "tournament")
+"""The selectors that compare pairs (``tournament``, ``tests-then-tournament``): a point each, charged the tokens of
+the comparisons they recorded, and the evidence tests on every candidate where they read them."""
+
+
+def _tournaments(data: RunData, cells: np.ndarray, tasks: int, rows: np.ndarray) -> list[FrontierPolicy]:
+    """Each tournament selector of the run choosing among all of a task's candidates (``cells``): the exact
+    expectation of its choice from its recorded comparisons (its selected@k at k = n), the evidence tests' seconds on
+    every candidate where it reads them, and the tokens its comparisons spent on the ``rows`` counted (None where none
+    were recorded)."""
+    from agentbon.metrics.tournament import tournament_selected_at_k
+    from agentbon.report.compute import as_estimator_scores
+
+    out = []
+    for name in TOURNAMENTS:
+        scores = data.scores.get(name)
+        if scores is None or not tasks:
+            continue
+        s = np.where(data.valid, as_estimator_scores(scores, "tournament", cells), np.nan)
+        whole = tournament_selected_at_k(s, data.correct * cells, data.comparisons.get(name, {}), max(data.n, 1))
+        values = whole.values if not isinstance(whole, np.ndarray) else whole
+        accuracy = float(np.asarray(values)[:, 0].sum()) / tasks
+        tested = SELECTORS[name].reads_tests
+        spend = float(np.where(cells, data.evidence_s, 0.0).sum()) if tested else 0.0
+        spent = data.comparison_tokens.get(name)
+        tokens = None if spent is None else int(spent[rows].sum())
+        policy = f"{name}: tests on all, then pairwise" if tested else f"{name} alone (no tests)"
+        out.append(FrontierPolicy(policy=policy, tested=int(cells.sum()) if tested else 0, container_s=round(spend, 3),
+                                  accuracy=round(accuracy, 6), throughput=spend, accuracy_drop_points=0.0,
+                                  tokens=tokens))  # fmt: skip
+    return out
 
 
 def _untested(data: RunData, cells: np.ndarray, tasks: int) -> list[FrontierPolicy]:

@@ -259,11 +259,30 @@ class CriticCalibration(Part):
     bins: list[ReliabilityBin]
 
 
+class PairwiseCalibration(Part):
+    """A tournament selector's recorded comparisons against the grade (report/calibration.py): over the compared
+    pairs of graded candidates where one passes and the other fails, how often the comparator gave the passing one
+    the higher probability (ties half): a pairwise AUROC."""
+
+    selector: str
+    compared: int
+    """Pairs compared whose two candidates have decided grades."""
+    decisive: int
+    """Of them, the pairs with one passing and one failing candidate (what the accuracy is over)."""
+    tasks: int
+    accuracy: Point
+    """Pairwise accuracy with its bootstrap interval over tasks (None where no pair is decisive)."""
+    mean_p: float | None = None
+    """The mean probability the comparator gave the passing candidate of a decisive pair."""
+
+
 class Calibration(Part):
     used: str = ""
     """The critic the run's selectors used."""
     why: str = ""
     critics: list[CriticCalibration] = Field(default_factory=list)
+    comparators: list[PairwiseCalibration] = Field(default_factory=list)
+    """The tournament selectors' comparators (empty in files written before they existed)."""
     notes: list[str] = Field(default_factory=list)
 
 

@@ -409,6 +409,8 @@ def calibration(s: RunReport) -> Table | None:
          _interval(x.brier)]
         for x in c.critics
     ]  # fmt: skip
+    rows += [[f"{x.selector}'s comparator", "pairwise", f"{x.decisive} pass/fail pairs of {x.compared} ({x.tasks} tasks)",
+              _interval(x.accuracy), "—", "—"] for x in c.comparators]  # fmt: skip
     conf = int(round(100 * s.metrics.confidence))
     notes = [
         f"The run's selectors used {c.used}: {c.why}.",
@@ -417,6 +419,8 @@ def calibration(s: RunReport) -> Table | None:
         "(AUROC: the rank statistic of the resampled candidates, docs/estimators.md). ECE over 10 equal-width bins; "
         "AUROC — where one "
         "grade only.",
+        *(["A comparator's AUROC is its pairwise accuracy: over the compared pairs of one passing and one failing "
+           "candidate, how often it gave the passing one the higher probability (ties half)."] * bool(c.comparators)),
     ]
     headers = ["critic", "role", "passing / graded", "AUROC", "ECE", "Brier"]
     return Table("calibration", "Critics against the grade", headers, rows, notes)

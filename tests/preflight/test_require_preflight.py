@@ -50,7 +50,7 @@ def test_a_run_of_fakes_passes(tmp_path):
 def test_checks_run_one_by_one_by_name(tmp_path):
     assert list(CHECKS) == [
         "budget", "engine", "limits", "network", "images", "disk", "extras", "settings", "harness", "agent", "endpoint",
-        "command",
+        "logprobs", "command",
     ]  # fmt: skip
     assert preflight(RunConfig(run_dir=str(tmp_path)), [], checks=["disk"]) == []
 

@@ -1,0 +1,79 @@
+"""The tournaments in the report: their curves from the recorded comparisons, their points on the accuracy–cost
+frontier charged with the comparisons' tokens, and the comparator's pairwise accuracy in the calibration section,
+on a task whose comparator preferences are given (numbers worked out by hand below)."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+
+from agentbon.config import SelectConfig
+from agentbon.report import build_report, write_reports
+from agentbon.select import make_selector
+from agentbon.store import RunStore
+from agentbon.types import Comparison, RepoSource, Task, TestSet
+from tests.metrics.test_selectors_on_subsets import Spec, TableCritic, _candidates
+
+# p(i better than j) for i < j.
+PREFS = {(0, 1): 0.2, (0, 2): 0.9, (0, 3): 0.5, (1, 2): 0.7, (1, 3): 0.4, (2, 3): 0.1}
+
+
+class Known:
+    """A comparator with the preferences above, 7 tokens a comparison."""
+
+    name = "known"
+
+    def compare(self, task, first, second):
+        i, j = first.rollout.index, second.rollout.index
+        p = PREFS[(i, j)] if i < j else 1 - PREFS[(j, i)]
+        return Comparison(first=first.rollout.rollout_id, second=second.rollout.rollout_id, p_first=p, tokens=7)
+
+
+def test_tournaments_in_curves_frontier_and_calibration(tmp_path):
+    # 0 passes the grade and the evidence, 1 fails the grade and passes the evidence, 2 fails both, 3 passes the
+    # grade and fails the evidence.
+    row = [Spec("P", "a", "pass", critic=0.5), Spec("F", "b", "pass", critic=0.9), Spec("F", "c", "fail", critic=0.1),
+           Spec("P", "d", "fail", critic=0.3)]  # fmt: skip
+    store = RunStore(tmp_path / "run")
+    task = Task(task_id="t", problem_statement="p", repo=RepoSource(url=".", base_commit="HEAD"), grade=TestSet())
+    names = ["tests-then-tournament", "tournament", "critic"]
+    select = SelectConfig(critic="none", selectors=names)
+    critic = TableCritic({f"t/{i}": s.critic for i, s in enumerate(row)})
+    with mock.patch("agentbon.store.os.fsync"):
+        store.create({"n": 4, "select": {"selectors": names}}, [task])
+        cands = _candidates(store.run_id, "t", row)
+        for c in cands:
+            store.save_rollout(c.rollout)
+            for v in (c.grade, c.evidence):
+                if v is not None:
+                    store.save_verdict(v)
+        for name in names:
+            selector = make_selector(name, select, critic=critic, comparator=Known())
+            store.save_selection(selector.select(task, cands))
+    report = build_report(store)
+
+    sel = report.metrics.selectors
+    assert sel["tournament"].estimator == "tournament"
+    # Soft Borda among all four: 1.6, 1.9, 0.5, 2.0: rollout 3 (right) wins at k = 4. At k = 1 a uniform pick: 1/2.
+    assert sel["tournament"].selected.mean[0] == pytest.approx(0.5)
+    assert sel["tournament"].selected.mean[-1] == pytest.approx(1.0)
+    # tests-then-tournament: the evidence passes {0, 1} first, 1 beats 0 (0.8): wrong at k = 4.
+    assert sel["tests-then-tournament"].selected.mean[-1] == pytest.approx(0.0)
+
+    points = {p.policy: p for p in report.frontier.policies} if report.frontier else {}
+    alone, hybrid = points["tournament alone (no tests)"], points["tests-then-tournament: tests on all, then pairwise"]
+    assert (alone.accuracy, alone.tokens, alone.tested) == (1.0, 6 * 7, 0)  # every pair compared
+    assert (hybrid.accuracy, hybrid.tokens, hybrid.tested) == (0.0, 2 * 7, 4)  # one pair in each evidence tier
+
+    comparators = {c.selector: c for c in report.calibration.comparators}
+    # Pass/fail pairs: (0,1) 0.2 for the passing one (wrong), (0,2) 0.9, (1,3) 0.6, (2,3) 0.9 (right): 3 of 4.
+    whole = comparators["tournament"]
+    assert (whole.compared, whole.decisive, whole.accuracy.mean) == (6, 4, 0.75)
+    assert whole.mean_p == pytest.approx((0.2 + 0.9 + 0.6 + 0.9) / 4)
+    tiers = comparators["tests-then-tournament"]
+    assert (tiers.compared, tiers.decisive, tiers.accuracy.mean) == (2, 2, 0.5)
+
+    write_reports(store, report)
+    text = (store.path / "report.md").read_text()
+    assert "tournament's comparator" in text and "tournament alone (no tests)" in text
