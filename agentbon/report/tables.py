@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentbon.metrics.tournament import MAX_SUBSETS
 from agentbon.report.schema import Band, Forecast, Point, RunReport, SeriesScaling, Serving, StopCall
 
 NOT_MEASURED = "not measured"
@@ -237,9 +238,15 @@ def selectors(s: RunReport) -> Table:
     if drawn:
         notes.append(", ".join(drawn) + ": selected@k is the exact expectation over k-subsets of the selector run on "
                      "each (random: a uniform choice; soft-bon: a softmax over critic scores; majority: a vote inside "
-                     "the subset), not one draw.")  # fmt: skip
+                     "the subset; a tournament: the comparisons among the subset's members), not one draw.")  # fmt: skip
     for name in s.selectors:
-        if (e := m.selectors[name].estimate) is not None:
+        if (e := m.selectors[name].estimate) is not None and m.selectors[name].estimator == "tournament":
+            se = e.se[last]
+            notes.append(f"{name}: selected@k sums every k-subset where a task has at most {MAX_SUBSETS:,} of them and "
+                         f"elsewhere averages {e.draws:,} uniform k-subsets drawn per task, an unbiased estimate (Monte "
+                         f"Carlo standard error at k = {k}: {'—' if se is None else f'{100 * se:.3f}'} points, already "
+                         "inside the interval; docs/estimators.md).")  # fmt: skip
+        elif e is not None:
             se = e.se[last]
             notes.append(f"{name}: selected@k is an unbiased estimate of the expectation of its draw, not the exact "
                          f"sum over k-subsets ({e.draws} draw(s) of each kind per task; Monte Carlo standard error "

@@ -8,7 +8,6 @@ from unittest import mock
 
 import pytest
 
-from agentbon.config import SelectConfig
 from agentbon.report import build_report, write_reports
 from agentbon.select import make_selector
 from agentbon.store import RunStore
@@ -30,27 +29,31 @@ class Known:
         return Comparison(first=first.rollout.rollout_id, second=second.rollout.rollout_id, p_first=p, tokens=7)
 
 
-def test_tournaments_in_curves_frontier_and_calibration(tmp_path):
-    # 0 passes the grade and the evidence, 1 fails the grade and passes the evidence, 2 fails both, 3 passes the
-    # grade and fails the evidence.
-    row = [Spec("P", "a", "pass", critic=0.5), Spec("F", "b", "pass", critic=0.9), Spec("F", "c", "fail", critic=0.1),
-           Spec("P", "d", "fail", critic=0.3)]  # fmt: skip
+def write(tmp_path, row: list[Spec], selectors: dict) -> RunStore:
+    """A run of one task ``t`` whose rollouts are ``row``, each selector's choice among all of them recorded."""
     store = RunStore(tmp_path / "run")
     task = Task(task_id="t", problem_statement="p", repo=RepoSource(url=".", base_commit="HEAD"), grade=TestSet())
-    names = ["tests-then-tournament", "tournament", "critic"]
-    select = SelectConfig(critic="none", selectors=names)
-    critic = TableCritic({f"t/{i}": s.critic for i, s in enumerate(row)})
     with mock.patch("agentbon.store.os.fsync"):
-        store.create({"n": 4, "select": {"selectors": names}}, [task])
+        store.create({"n": len(row), "select": {"selectors": list(selectors)}}, [task])
         cands = _candidates(store.run_id, "t", row)
         for c in cands:
             store.save_rollout(c.rollout)
             for v in (c.grade, c.evidence):
                 if v is not None:
                     store.save_verdict(v)
-        for name in names:
-            selector = make_selector(name, select, critic=critic, comparator=Known())
+        for selector in selectors.values():
             store.save_selection(selector.select(task, cands))
+    return store
+
+
+def test_tournaments_in_curves_frontier_and_calibration(tmp_path):
+    # 0 passes the grade and the evidence, 1 fails the grade and passes the evidence, 2 fails both, 3 passes the
+    # grade and fails the evidence.
+    row = [Spec("P", "a", "pass", critic=0.5), Spec("F", "b", "pass", critic=0.9), Spec("F", "c", "fail", critic=0.1),
+           Spec("P", "d", "fail", critic=0.3)]  # fmt: skip
+    names = ["tests-then-tournament", "tournament", "critic"]
+    critic = TableCritic({f"t/{i}": s.critic for i, s in enumerate(row)})
+    store = write(tmp_path, row, {name: make_selector(name, critic=critic, comparator=Known()) for name in names})
     report = build_report(store)
 
     sel = report.metrics.selectors
@@ -77,3 +80,28 @@ def test_tournaments_in_curves_frontier_and_calibration(tmp_path):
     write_reports(store, report)
     text = (store.path / "report.md").read_text()
     assert "tournament's comparator" in text and "tournament alone (no tests)" in text
+
+
+def test_a_task_too_large_to_sum_is_estimated_and_says_so(tmp_path):
+    # N = 16: C(16, 8) = 12,870 subsets at k = 8, over the exact limit: drawn, with its standard error in the note.
+    import numpy as np
+
+    from agentbon.metrics.tournament import UNIT, tournament_selected_at_k
+    from agentbon.report.data import load_run
+    from agentbon.report.tables import selectors as selectors_table
+    from tests.metrics.test_selectors_on_subsets import PairTable
+
+    row = [Spec("P" if i % 3 == 0 else "F", f"p{i}", "pass") for i in range(16)]
+    store = write(tmp_path, row, {"tournament": make_selector("tournament", comparator=PairTable())})
+    report = build_report(store)
+    block = report.metrics.selectors["tournament"]
+    assert block.estimate is not None and block.estimate.draws == 2048
+    assert [se == 0 for se in block.estimate.se] == [True, True, True, False, True]  # only k = 8 is drawn
+    data = load_run(store)
+    q = data.comparisons["tournament"][0]
+    assert (q >= 0).sum() == 16 * 15 and (q + q.T == UNIT)[q >= 0].all()
+    exact = tournament_selected_at_k(np.zeros((1, 16)), data.correct, {0: q}, report.ks, max_subsets=20_000)
+    assert abs(block.selected.mean[3] - exact[0, 3]) <= 5 * block.estimate.se[3]
+    assert block.selected.mean[:3] == pytest.approx(exact[0, :3]) and block.selected.mean[4] == pytest.approx(exact[0, 4])
+    table = selectors_table(report)
+    assert any("2,048 uniform k-subsets" in note for note in table.notes)
