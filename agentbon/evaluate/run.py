@@ -74,9 +74,12 @@ def refuse_inert(config: RunConfig) -> None:
     if problems:
         raise ConfigError(refusal(problems))
     if judges(config) and not config.model.urls():
+        who = f"select.critic={config.select.critic}" if config.select.critic in ("judge", "scale-judge") else (
+            f"a tournament with select.comparator={config.select.comparator}"
+        )
         raise ConfigError(
-            "select.critic=judge needs model.endpoint (or model.endpoints) with agentbon eval: it starts no model "
-            "server. Give the judge's endpoint, or choose another critic"
+            f"{who} needs model.endpoint (or model.endpoints) with agentbon eval: it starts no model "
+            "server. Give the judge's endpoint, or choose another critic (select.comparator=critic for a tournament)"
         )
 
 
