@@ -6,13 +6,26 @@ The real conversion (GGUF -> bf16 -> int8) and vLLM loading the result run in th
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
+from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
-safetensors_torch = pytest.importorskip("safetensors.torch")
+from agentbon.models.gguf_to_hf import W8A8_CONFIG, is_linear_weight, quantize_dir, quantize_linear
 
-from agentbon.models.gguf_to_hf import W8A8_CONFIG, is_linear_weight, quantize_dir, quantize_linear  # noqa: E402
+pytestmark = pytest.mark.skipif(
+    find_spec("torch") is None or find_spec("safetensors") is None, reason="torch and safetensors are not installed"
+)
+torch: Any = None
+safetensors_torch: Any = None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _torch() -> None:
+    """torch imported when the first test here runs, not at collection (~4 s in every pytest-xdist worker)."""
+    global torch, safetensors_torch
+    import safetensors.torch as safetensors_torch
+    import torch
 
 
 def _model_dir(tmp_path, shards: int = 1):
