@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 # The suite exercises vLLM's CPU build wherever it runs, even on a CPU where `auto` would not choose it.
 AGENTBON_SETUP_VLLM=${AGENTBON_SETUP_VLLM:-1} bash scripts/setup.sh
 export RAY_AUTH_MODE=disabled
+# Compiled modules written once and reused: the tests start hundreds of Python processes (Ray workers, drivers,
+# CLI runs) that import agentbon, and an environment that forbids writing bytecode has each compile it again.
+unset PYTHONDONTWRITEBYTECODE
 # Lint and types first: a finding fails the run like a failing test.
 python3 -m ruff check .
 python3 -m mypy agentbon
