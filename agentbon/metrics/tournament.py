@@ -156,3 +156,21 @@ def next_pair(
             if best is None or key > best[0]:
                 best = (key, (a, b))
     return None if best is None else best[1]
+
+
+def pair_tokens_at_k(tokens: Mapping[int, np.ndarray], sample: np.ndarray, ks: Sequence[int]) -> np.ndarray:
+    """Per k, the tokens a tournament spends on a uniform k-subset of a task's samples, averaged over the tasks (the
+    rows of ``sample``, the curve sample): each recorded pair of samples is in the subset with chance
+    ``m (m − 1) / (n (n − 1))``, m = min(k, n). ``tokens``: per task row, the symmetric (n, n) tokens of each pair's
+    comparison (0 where none)."""
+    sample = np.atleast_2d(np.asarray(sample, bool))
+    out = np.zeros(len(ks))
+    for row, tok in tokens.items():
+        at = np.flatnonzero(sample[row])
+        n = at.size
+        if n < 2:
+            continue
+        spent = float(np.triu(np.asarray(tok, np.float64)[np.ix_(at, at)], 1).sum())
+        m = np.minimum(np.asarray(ks, np.float64), n)
+        out += spent * m * (m - 1) / (n * (n - 1))
+    return out / max(sample.shape[0], 1)

@@ -16,6 +16,7 @@ from agentbon.metrics import (
     doubling_ks,
     kl_bound,
 )
+from agentbon.metrics.tournament import pair_tokens_at_k
 from agentbon.report.compute import Curves
 from agentbon.report.data import RunData
 from agentbon.report.schema import BreakEven, Cost, CostUnit, SelectorCost, Theory
@@ -83,15 +84,31 @@ def cost_section(data: RunData, curves: Curves, options: ReportConfig) -> Cost:
         cost_tasks=curves.tasks,
         per_solved_k=curves.ks[at] if at is not None else None,
         coverage_per_extra_point=[_num(c) for c in cost_per_extra_point(curves.ks, curves.coverage.mean, costs)],
-        selectors={name: _selector_cost(band.mean, costs, at, curves) for name, band in curves.selected.items()},
-    )
+        selectors={name: _selector_cost(band.mean, costs, at, curves, _judge_tokens(data, name, curves))
+                   for name, band in curves.selected.items()},
+    )  # fmt: skip
 
 
-def _selector_cost(mean: np.ndarray, costs: np.ndarray, at: int | None, curves: Curves) -> SelectorCost:
-    """A selector's cost per task it solved at the largest measured k (``at``), and per extra point each doubling."""
+def _judge_tokens(data: RunData, name: str, curves: Curves) -> list[float] | None:
+    """A tournament's tokens on a k-subset per task, over the tasks in the curves (None where it recorded none)."""
+    pairs = data.pair_tokens.get(name)
+    if pairs is None:
+        return None
+    rows = np.flatnonzero(curves.included)
+    position = {int(r): i for i, r in enumerate(rows)}
+    mine = {position[r]: t for r, t in pairs.items() if r in position}
+    return [round(float(x), 3) for x in pair_tokens_at_k(mine, data.curve[rows], curves.ks)]
+
+
+def _selector_cost(
+    mean: np.ndarray, costs: np.ndarray, at: int | None, curves: Curves, judge_tokens: list[float] | None = None
+) -> SelectorCost:
+    """A selector's cost per task it solved at the largest measured k (``at``), and per extra point each doubling;
+    ``judge_tokens``: what its judge spends on a k-subset, where it recorded that."""
     return SelectorCost(
         per_solved_task=None if at is None else _num(cost_per_solved(float(costs[at]), float(mean[at]) * curves.tasks)),
         per_extra_point=[_num(c) for c in cost_per_extra_point(curves.ks, mean, costs)],
+        judge_tokens=judge_tokens,
     )
 
 

@@ -130,6 +130,9 @@ class RunData:
     comparison_tokens: dict[str, np.ndarray] = field(default_factory=dict)
     """Per tournament selector, per task row, the tokens its comparisons spent (a row without any recorded: 0);
     absent for a selector whose comparisons recorded no tokens (a comparator that asks no model)."""
+    pair_tokens: dict[str, dict[int, np.ndarray]] = field(default_factory=dict)
+    """Per tournament selector that recorded tokens, per task row, the (n, n) tokens of each pair's comparison
+    (symmetric, 0 where none): what a k-subset's tournament spends (report/costs.py)."""
     critic_tokens: np.ndarray | None = None
     """Tokens the run's critic spent scoring each cell, where it calls a model and recorded them (``Ranked.tokens``,
     the ``critic`` selector's); None otherwise."""
@@ -251,11 +254,13 @@ def load_run(store: RunStore) -> RunData:
 def _comparisons(data: RunData, name: str, per_task: dict[str, Selection], row: dict[str, int]) -> None:
     """A tournament selector's recorded comparisons as per-row matrices, and the tokens they spent."""
     matrices: dict[int, np.ndarray] = {}
+    pairs: dict[int, np.ndarray] = {}
     tokens = np.zeros(len(data.task_ids))
     counted = False
     for task_id, selection in per_task.items():
         i = row[task_id]
         q = np.full((data.n, data.n), UNSEEN, np.int64)
+        spent = np.zeros((data.n, data.n))
         for c in selection.comparisons:
             a, b = _index(c.first, task_id, data.n), _index(c.second, task_id, data.n)
             if a is None or b is None or a == b:
@@ -264,11 +269,12 @@ def _comparisons(data: RunData, name: str, per_task: dict[str, Selection], row: 
             q[a, b], q[b, a] = p, UNIT - p
             if c.tokens is not None:
                 tokens[i] += c.tokens
+                spent[a, b] = spent[b, a] = c.tokens
                 counted = True
-        matrices[i] = q
+        matrices[i], pairs[i] = q, spent
     data.comparisons[name] = matrices
     if counted:
-        data.comparison_tokens[name] = tokens
+        data.comparison_tokens[name], data.pair_tokens[name] = tokens, pairs
 
 
 def _index(rollout_id: str, task_id: str, n: int) -> int | None:

@@ -421,6 +421,9 @@ class SelectorCost(Part):
     """The cost at ``Cost.per_solved_k`` over the tasks solved there (None where nothing is measured or solved)."""
     per_extra_point: list[float | None]
     """Per doubling of k, the cost of one more point of selected accuracy (None: the step bought nothing)."""
+    judge_tokens: list[float] | None = None
+    """Per k, the tokens its judge spends choosing in a k-subset of a task, on average over the tasks in the curves
+    (a tournament: its comparisons among the subset's members, which grow as k²); None where it recorded none."""
 
 
 class Cost(Part):

@@ -360,6 +360,9 @@ def cost(s: RunReport) -> Table:
         rows.append([f"cost per solved task{at} ({name})", num(sel.per_solved_task, unit)])
         marginal = ", ".join(num(x) for x in sel.per_extra_point)
         rows.append([f"cost per extra point, each doubling ({name})", f"{marginal} {unit}"])
+        if sel.judge_tokens is not None:
+            spent = ", ".join(f"k={k}: {t:,.0f}" for k, t in zip(s.ks, sel.judge_tokens, strict=True))
+            rows.append([f"judge tokens a task, on a k-subset ({name})", spent])
     notes = [f"Unit: {unit}."]
     if c.cost_tasks is not None:
         notes.append(f"Best-of-k costs are over the {c.cost_tasks} task(s) in the curves, the tasks their accuracy "

@@ -69,6 +69,11 @@ def test_tournaments_in_curves_frontier_and_calibration(tmp_path):
     assert (alone.accuracy, alone.tokens, alone.tested) == (1.0, 6 * 7, 0)  # every pair compared
     assert (hybrid.accuracy, hybrid.tokens, hybrid.tested) == (0.0, 2 * 7, 4)  # one pair in each evidence tier
 
+    # A k-subset holds a given pair with chance k(k-1)/12: the tokens a task's tournament spends at k = 1, 2, 4.
+    assert report.cost.selectors["tournament"].judge_tokens == pytest.approx([0.0, 42 * 2 / 12, 42.0], abs=1e-3)
+    assert report.cost.selectors["tests-then-tournament"].judge_tokens == pytest.approx([0.0, 14 / 6, 14.0], abs=1e-3)
+    assert report.cost.selectors["critic"].judge_tokens is None
+
     comparators = {c.selector: c for c in report.calibration.comparators}
     # Pass/fail pairs: (0,1) 0.2 for the passing one (wrong), (0,2) 0.9, (1,3) 0.6, (2,3) 0.9 (right): 3 of 4.
     whole = comparators["tournament"]
@@ -80,6 +85,7 @@ def test_tournaments_in_curves_frontier_and_calibration(tmp_path):
     write_reports(store, report)
     text = (store.path / "report.md").read_text()
     assert "tournament's comparator" in text and "tournament alone (no tests)" in text
+    assert "judge tokens a task, on a k-subset (tournament)" in text
 
 
 def test_a_task_too_large_to_sum_is_estimated_and_says_so(tmp_path):
