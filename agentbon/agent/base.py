@@ -9,6 +9,7 @@ honours seeds.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from typing import Any
 
@@ -186,16 +187,32 @@ class Conversation:
         error.agent_result = self.result(status, type(error).__name__, str(error))  # type: ignore[attr-defined]
 
 
+_PREAMBLE = re.compile(r"^(sure|ok(ay)?|certainly|here('s| is| are)|(the )?rest)\b.*:$", re.IGNORECASE)
+_STARTS_LINE = re.compile(r"^[ \t]*(```|<{5,9}[ \t]*SEARCH|(={5,9}|>{5,9}[ \t]*(REPLACE)?)[ \t]*(\n|$))")
+
+
+def _preamble(line: str) -> bool:
+    """A continuation's first line that announces it (``Here's the continuation:``) rather than continues."""
+    words = line.split()
+    if not 2 <= len(words) <= 12 or line[:1].isspace():
+        return False
+    return bool(_PREAMBLE.match(line.strip())) or "continu" in line.lower()
+
+
 def join_pieces(head: str, tail: str, min_overlap: int = 12) -> str:
     """A reply cut at ``max_tokens`` (``head``) joined with its continuation (``tail``).
 
-    A continuation that starts by repeating the end of ``head`` (its last, cut line from the start, or more) has the
-    repeat dropped: the longest end of ``head`` that ``tail`` starts with, at least ``min_overlap`` characters or
-    the whole cut line. A code fence that ``tail`` opens first while ``head`` is inside an open fence is dropped.
+    A first line of ``tail`` that announces the continuation (``Here's the continuation:``, asked for or not) is
+    dropped, with the blank lines after it. A continuation that starts by repeating the end of ``head`` (its last,
+    cut line from the start, or more) has the repeat dropped: the longest end of ``head`` that ``tail`` starts with,
+    at least ``min_overlap`` characters or the whole cut line. A code fence that ``tail`` opens first while ``head``
+    is inside an open fence is dropped; one that it opens, or an edit block's marker line, after a cut line starts a
+    line of its own.
     """
-    if not head.endswith("\n") and tail.startswith("\n"):
-        tail = tail[1:]
     first, _, rest = tail.partition("\n")
+    if rest and _preamble(first):
+        tail = rest.lstrip("\n")
+        first, _, rest = tail.partition("\n")
     fences = sum(1 for line in head.split("\n") if line.lstrip().startswith("```"))
     if first.lstrip().startswith("```") and fences % 2 == 1 and rest:
         tail = rest
@@ -203,6 +220,8 @@ def join_pieces(head: str, tail: str, min_overlap: int = 12) -> str:
     for size in range(min(len(head), len(tail)), 0, -1):
         if (size >= min_overlap or size == len(cut_line)) and head.endswith(tail[:size]):
             return head + tail[size:]
+    if cut_line and _STARTS_LINE.match(tail):
+        return head + "\n" + tail
     return head + tail
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 _OPEN = re.compile(r"^\s*<{5,9}\s*SEARCH\s*$")
 _MID = re.compile(r"^\s*={5,9}\s*$")
-_CLOSE = re.compile(r"^\s*>{5,9}\s*REPLACE\s*$")
+_CLOSE = re.compile(r"^\s*>{5,9}\s*(REPLACE)?\s*$")
 _FENCE = re.compile(r"^\s*```")
 
 

@@ -57,6 +57,29 @@ def test_a_reply_cut_at_the_cap_is_continued_and_applies(task, sandbox, spec):
     assert result.messages[2]["extra"]["finish_reason"] == "length" and result.messages[4]["extra"]["step"] == 2
 
 
+# What the embedded model (Qwen2.5-Coder 1.5B, llama.cpp) answered with max_tokens 90: cut at a bare ">>>>>>>", then
+# asked to go on, the same block again, ending the same way.
+REAL_HEAD = (
+    "The problem is that the `add` function in `calc/ops.py` subtracts instead of adding. To fix this, we need to "
+    "change the subtraction operation to addition.\n\nHere's the fix as edit blocks:\n\ncalc/ops.py\n<<<<<<< SEARCH\n"
+    "def add(a, b):\n    check(a, b)\n    return a - b\n=======\ndef add(a, b):\n    check(a, b)\n    return a + b\n"
+    ">>>>>>>"
+)
+REAL_TAIL = REAL_HEAD[REAL_HEAD.index("calc/ops.py\n") :]
+
+
+def test_the_embedded_models_cut_and_repeated_block_applies(task, sandbox, spec):
+    model = CapModel([REAL_HEAD, REAL_TAIL], cut={0})
+    result = EditAgent(AgentConfig()).run(task, sandbox, model, spec)
+    assert (result.status, result.steps, result.malformed) == ("submitted", 2, 0)
+    assert result.messages[-1]["extra"]["edits"] == [{"path": "calc/ops.py", "applied": True, "how": "exact"}]
+
+
+def test_a_bare_close_marker_ends_a_block():
+    (block,) = parse_reply(f"calc/ops.py\n<<<<<<< SEARCH\n{SEARCH}=======\n{FIXED}>>>>>>>\n").blocks
+    assert (block.search, block.replace) == (SEARCH, FIXED)
+
+
 def test_a_continuation_that_repeats_the_cut_line_is_joined_without_the_repeat(task, sandbox, spec):
     head = "calc/ops.py\n<<<<<<< SEARCH\n    check(a, b)\n    return a - b\n=======\n    check(a, b)\n    retu"
     tail = "    return a + b\n>>>>>>> REPLACE\n"
@@ -73,6 +96,13 @@ def test_a_continuation_that_repeats_the_cut_line_is_joined_without_the_repeat(t
         ("first line\nsecond line is long\n", "second line is long\nthird\n", "first line\nsecond line is long\nthird\n"),
         ("```python\ndef f():\n", "```python\n    return 1\n```\n", "```python\ndef f():\n    return 1\n```\n"),
         ("x = 1\n", "x = 2\n", "x = 1\nx = 2\n"),  # a short repeat is not taken for an overlap
+        ("a\ncalc/ops.py", "\n<<<<<<< SEARCH\n", "a\ncalc/ops.py\n<<<<<<< SEARCH\n"),
+        ("a\ncalc/ops.py", "<<<<<<< SEARCH\n", "a\ncalc/ops.py\n<<<<<<< SEARCH\n"),  # a marker starts its line
+        ("    return a + b", ">>>>>>>\n", "    return a + b\n>>>>>>>\n"),
+        ("Fix:\n\ncalc/ops.py", "Here's the continuation:\n\n```python\ndef f():\n```\n",
+         "Fix:\n\ncalc/ops.py\n```python\ndef f():\n```\n"),  # what the embedded model answered
+        ("for x in y:\n", "    continue\n", "for x in y:\n    continue\n"),  # code, not an announcement
+        ("a\n", "Continuing from where I stopped.\nb\n", "a\nb\n"),
     ],
 )
 def test_join_pieces(head, tail, whole):
