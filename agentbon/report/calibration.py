@@ -185,9 +185,11 @@ def pairwise(data: RunData, name: str, options: ReportConfig) -> PairwiseCalibra
         stats[row] = decisive, wins, p_sum
     decisive, wins, p_sum = stats.sum(axis=0)
     tasks = int(np.count_nonzero(stats[:, 0]))
+    bias, consistent = _position(data, name)
     if decisive == 0:
         return PairwiseCalibration(selector=name, compared=compared, decisive=0, tasks=0,
-                                   accuracy=Point(mean=None, lo=None, hi=None))  # fmt: skip
+                                   accuracy=Point(mean=None, lo=None, hi=None), position_bias=bias,
+                                   consistent=consistent)  # fmt: skip
     lo = hi = None
     rows = stats[stats[:, 0] > 0]
     if len(rows) >= 2:
@@ -197,4 +199,19 @@ def pairwise(data: RunData, name: str, options: ReportConfig) -> PairwiseCalibra
     return PairwiseCalibration(
         selector=name, compared=compared, decisive=int(decisive), tasks=tasks,
         accuracy=Point(mean=round(wins / decisive, 6), lo=lo, hi=hi), mean_p=round(p_sum / decisive, 6),
+        position_bias=bias, consistent=consistent,
     )  # fmt: skip
+
+
+def _position(data: RunData, name: str) -> tuple[float | None, float | None]:
+    """The comparator's mean preference for position A and the share of its comparisons whose two orders agree,
+    over the comparisons it asked in both orders (tasks left out aside)."""
+    left = data.left_out.get(name, {})
+    both = [(c.p_asked_first, c.p_asked_second) for task_id, s in data.selections.get(name, {}).items()
+            if task_id not in left for c in s.comparisons
+            if c.p_asked_first is not None and c.p_asked_second is not None]  # fmt: skip
+    if not both:
+        return None, None
+    first, second = np.array([a for a, _ in both]), np.array([b for _, b in both])
+    agree = ((first > 0.5) & (second > 0.5)) | ((first < 0.5) & (second < 0.5))
+    return round(float((first - second).mean()), 6), round(float(agree.mean()), 6)

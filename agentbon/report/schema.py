@@ -274,6 +274,12 @@ class PairwiseCalibration(Part):
     """Pairwise accuracy with its bootstrap interval over tasks (None where no pair is decisive)."""
     mean_p: float | None = None
     """The mean probability the comparator gave the passing candidate of a decisive pair."""
+    position_bias: float | None = None
+    """Over the comparisons asked in both orders, the mean of p(the first better | shown as A) − p(the first better |
+    shown as B): how much the model favours position A (0: none; averaging both orders cancels it). None where no
+    comparison asked a model."""
+    consistent: float | None = None
+    """Of those, the share whose two orders agree on which candidate is better (neither at 1/2)."""
 
 
 class Calibration(Part):

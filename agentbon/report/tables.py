@@ -431,6 +431,9 @@ def calibration(s: RunReport) -> Table | None:
         "grade only.",
         *(["A comparator's AUROC is its pairwise accuracy: over the compared pairs of one passing and one failing "
            "candidate, how often it gave the passing one the higher probability (ties half)."] * bool(c.comparators)),
+        *(f"{x.selector}'s comparator favoured the candidate shown first by {x.position_bias:+.3f} on average; its two "
+          f"orders agreed on {100 * x.consistent:.0f}% of pairs (the tournament averages both orders)."
+          for x in c.comparators if x.position_bias is not None and x.consistent is not None),
     ]
     headers = ["critic", "role", "passing / graded", "AUROC", "ECE", "Brier"]
     return Table("calibration", "Critics against the grade", headers, rows, notes)

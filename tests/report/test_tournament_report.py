@@ -111,3 +111,22 @@ def test_a_task_too_large_to_sum_is_estimated_and_says_so(tmp_path):
     assert block.selected.mean[:3] == pytest.approx(exact[0, :3]) and block.selected.mean[4] == pytest.approx(exact[0, 4])
     table = selectors_table(report)
     assert any("2,048 uniform k-subsets" in note for note in table.notes)
+
+
+def test_the_comparators_position_bias_is_measured(tmp_path):
+    from agentbon.critic.pairwise import PairwiseJudge
+    from tests.critic.test_pairwise_and_scale import BiasedComparer
+
+    # The model favours what it is shown first by 0.2: p(first better) is 0.4 higher asked first than asked second.
+    row = [Spec("P", "good", "pass"), Spec("F", "ok", "pass"), Spec("F", "bad", "pass")]
+    judge = PairwiseJudge(BiasedComparer(bias=0.2))
+    report = build_report(write(tmp_path, row, {"tournament": make_selector("tournament", comparator=judge)}))
+    [c] = report.calibration.comparators
+    assert c.position_bias == pytest.approx(0.4)
+    # The orders agree only where the quality gap outweighs the bias (good against bad): 1 of 3 pairs.
+    assert c.consistent == pytest.approx(1 / 3) and c.accuracy.mean == 1.0
+    assert report.metrics.selectors["tournament"].selected.mean[-1] == 1.0
+    from agentbon.report.tables import calibration as calibration_table
+
+    table = calibration_table(report)
+    assert table is not None and any("shown first by +0.400" in note and "agreed on 33%" in note for note in table.notes)
