@@ -140,3 +140,19 @@ def test_scale_judge_over_criteria_and_repeats_records_its_distributions():
     assert judge.tokens["t/0"] == 4 * 5
     selection = make_selector("critic", SelectConfig(critic="scale-judge"), critic=judge).select(TASK, [c])
     assert selection.ranked[0].scale == judge.distributions["t/0"] and selection.ranked[0].tokens == 20
+
+
+def test_a_run_gives_its_judges_the_served_model():
+    from agentbon.config import RunConfig
+    from agentbon.orchestrate.factories import ServedLater, default_selector
+
+    served = {"endpoint": "http://127.0.0.1:9/v1", "name": "m"}
+    config = RunConfig(model=served, select={"selectors": ["tournament", "critic"], "critic": "scale-judge"})
+    tournament = default_selector("tournament", config)
+    assert isinstance(tournament.comparator, PairwiseJudge)  # type: ignore[attr-defined]
+    assert isinstance(default_selector("critic", config).critic, ScaleJudge)  # type: ignore[attr-defined]
+    # Before the server the run starts is up (the preflight builds the selectors): a stand-in, never called.
+    later = default_selector("tests-then-tournament", RunConfig(select={"selectors": ["tests-then-tournament"]}))
+    assert isinstance(later.comparator.model, ServedLater)  # type: ignore[attr-defined]
+    pairs = RunConfig(model=served, select={"selectors": ["tournament"], "comparator": "critic"})
+    assert isinstance(default_selector("tournament", pairs).comparator, CriticComparator)  # type: ignore[attr-defined]
