@@ -105,8 +105,9 @@ def best_of_4(tmp_path: Path, launcher: str, endpoint: str | None = None) -> tup
         f"run_dir={tmp_path}", "model.max_tokens=24",
         *([f"model.endpoint={endpoint}", "model.timeout_s=3600", "deadline_s=4800"] if endpoint else [f"model.launcher={launcher}"]),
         "model.ctx=8192",
-        # One model call per rollout, over a short file context: the point is the serving path, not the agent.
-        "agent.type=edit", "agent.malformed_limit=1", "agent.context_lines=200",
+        # One model call per rollout (no continuation of the cut reply), over a short file context: the point is the
+        # serving path, not the agent.
+        "agent.type=edit", "agent.malformed_limit=1", "agent.context_lines=200", "agent.continuations=0",
     ]  # fmt: skip
     config = load_config(overrides=overrides, n=4, run_id=f"vllm-{launcher}-{uuid.uuid4().hex[:6]}")
     t0 = time.monotonic()

@@ -35,6 +35,7 @@ def test_real_model_drives_a_rollout_through_the_whole_path(tmp_path: Path) -> N
             # fix is measured by the demo, docs/agents.md); 160 tokens over the whole files took ~5 min on 2 busy cores.
             f"run_dir={tmp_path}", "model.launcher=llama-cpp", "model.max_tokens=48", "model.timeout_s=1800",
             "deadline_s=3000", "agent.malformed_limit=1", "agent.context_lines=200",
+            "agent.continuations=0",
         ],
         n=1,
         run_id=f"realmodel-{uuid.uuid4().hex[:8]}",

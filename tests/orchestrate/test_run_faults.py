@@ -101,7 +101,10 @@ def test_a_resume_that_changes_early_stop_or_verification_is_refused_before_anyt
 
 def test_early_stop_keeps_the_fixed_part_of_every_task(tmp_path: Path) -> None:
     tasks = make_tasks(tmp_path, ["m"], migration=True)
-    f = fakes(tmp_path, {"m/0": "FIX"}, default="nope sleep:1")
+    # Past the fixed part, every rollout waits on a gate that never opens: only the early stop ends them (a rollout
+    # that merely slept could finish before the fixed part is graded on a loaded machine, leaving nothing to stop).
+    gate = tmp_path / "never"
+    f = fakes(tmp_path, {"m/0": "FIX", "m/1": "nope", "m/2": "nope"}, default=f"nope hold:{gate}")
     result = run_batch(tasks, config(tmp_path, "early_stop_fixed=3", "concurrency=2", n=8, run_id="r"), factories=f)
     store = RunStore(result.path)
     stop = store.recorded(EarlyStop)

@@ -189,7 +189,10 @@ def test_deadline_kills_a_rollout_blocked_in_c(tmp_path: Path, monkeypatch: pyte
 
 def test_early_stop_cancels_a_migration_tasks_other_rollouts(tmp_path: Path) -> None:
     tasks = make_tasks(tmp_path, ["m"], migration=True) + make_tasks(tmp_path, ["b"])
-    f = fakes(tmp_path, {"m/0": "FIX"}, default="nope sleep:4")
+    # The migration's other rollouts wait on a gate that never opens: only the early stop ends them (sleeping ones
+    # could all finish before m/0 is graded on a loaded machine, leaving nothing to cancel).
+    gate = tmp_path / "never"
+    f = fakes(tmp_path, {"m/0": "FIX", **{f"b/{i}": "nope" for i in range(6)}}, default=f"nope hold:{gate}")
     result = run_batch(tasks, config(tmp_path, "early_stop_fixed=1", n=6, run_id="r"), factories=f)
     store = RunStore(result.path)
     stop = store.recorded(EarlyStop)
