@@ -32,17 +32,21 @@ def test_sampling_maps_openai_names_and_rejects_unknown_ones():
 
 
 def test_concurrent_requests_are_run_as_one_batch_and_each_gets_its_own_answer():
-    llm = FakeLLM(delay_s=0.3)
+    llm = GatedLLM()  # holds its first call, "slow", until the six others are queued: no timing involved
     engine = BatchingEngine(llm, FakeSamplingParams)
-    engine.chat(msgs("warm-up"))  # occupies the engine while the others queue
-    with ThreadPoolExecutor(8) as pool:
-        first = pool.submit(engine.chat, msgs("slow"), 0)
-        threading.Event().wait(0.05)
+    first = engine.submit(msgs("slow"), 0)
+    assert llm.entered.wait(60)
+    with ThreadPoolExecutor(6) as pool:
         rest = [pool.submit(engine.chat, msgs(f"q{i}"), i) for i in range(6)]
+        queued = threading.Event()
+        for _ in range(6000):  # each thread queues its request at once; look every 10 ms for a minute at most
+            if engine._queue.qsize() == 6 or queued.wait(0.01):
+                break
+        llm.gate.set()
         answers = [f.result()[0].content for f in rest]
-        assert first.result()[0].content == "slow seed=0 i=0"
+    assert first.result()[0].content == "slow seed=0 i=0"
     assert answers == [f"q{i} seed={i} i=0" for i in range(6)]
-    assert llm.batch_sizes[:2] == [1, 1] and llm.batch_sizes[2] == 6  # the six queued behind "slow" ran together
+    assert llm.batch_sizes == [1, 6]  # the six queued behind "slow" ran together
     engine.close()
 
 
